@@ -1,0 +1,103 @@
+// normbench: forward normalization kernels, one registry of implementations.
+//
+// A Problem says *what* to normalize; an Implementation says *how*. The benchmark, the accuracy
+// harness, the tests and the listings all iterate over registry(), so a new kernel appears in
+// all of them without touching the harnesses.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "normbench/dtype.hpp"
+#include "normbench/error.hpp"
+
+namespace normbench {
+
+enum class Norm : std::uint8_t { kLayerNorm, kRMSNorm };
+inline constexpr Norm kAllNorms[] = {Norm::kLayerNorm, Norm::kRMSNorm};
+std::string_view norm_name(Norm n);  // "layernorm", "rmsnorm"
+Norm parse_norm(std::string_view name);  // throws Error
+
+// Default eps per norm (torch.nn.LayerNorm 1e-5; RMSNorm as in Llama, 1e-6).
+double default_eps(Norm n);
+
+// What to normalize. LayerNorm/RMSNorm: `rows` independent normalizations, each over the
+// `cols` contiguous trailing elements of its row (row-major, row stride = cols).
+struct Problem {
+  Norm norm = Norm::kLayerNorm;
+  DType dtype = DType::kF32;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  double eps = 1e-5;
+};
+
+// Data of one call. x/y have the problem's dtype; gamma/beta have the parameter dtype
+// (f64 when dtype is f64, f32 otherwise) and `cols` elements, and are optional.
+// mean/rstd, when given, receive `rows` per-row statistics in f32 (for a backward pass);
+// RMSNorm writes mean = 0. y == x (in place) is allowed; other overlaps are not.
+struct Buffers {
+  const void* x = nullptr;
+  void* y = nullptr;
+  const void* gamma = nullptr;
+  const void* beta = nullptr;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+};
+
+struct RunConfig {
+  int threads = 1;  // used by implementations with uses_threads; others ignore it
+};
+
+inline constexpr int kMaxThreads = 1024;
+
+// Parameter dtype for a given x/y dtype.
+inline DType param_dtype(DType t) { return t == DType::kF64 ? DType::kF64 : DType::kF32; }
+
+// How an implementation computes the variance; selects its theoretical error bound.
+enum class VarianceAlgorithm : std::uint8_t {
+  kTwoPass,   // mean, then sum of squared deviations (also the corrected two-pass)
+  kWelford,   // streaming (count, mean, M2) update
+  kTextbook,  // E[x^2] - E[x]^2 from one pass of sum x and sum x^2
+};
+std::string_view variance_algorithm_name(VarianceAlgorithm a);  // "two-pass", "welford", "textbook"
+
+// First-order bound on the relative error of the computed sum of squared deviations
+// (Chan, Golub & LeVeque 1983), for n values with condition number kappa = sqrt(1 + n mean^2/S),
+// accumulated with unit roundoff u: two-pass N u + N^2 kappa^2 u^2, Welford N kappa u, textbook
+// N kappa^2 u. With pairwise=true, N is replaced by log2 N (blocked/pairwise summation).
+double variance_error_bound(VarianceAlgorithm a, double n, double kappa, double u, bool pairwise = false);
+
+using ForwardFn = void (*)(const Problem&, const Buffers&, const RunConfig&);
+
+struct Implementation {
+  std::string_view name;         // unique, used on command lines and in reports
+  std::string_view family;       // naive | welford | fused | highway | threaded | ...
+  std::string_view description;  // one line
+  std::vector<Norm> norms;
+  std::vector<DType> dtypes;
+  std::string_view accumulator;  // e.g. "f32 (f64 for f64)"
+  VarianceAlgorithm variance_algorithm = VarianceAlgorithm::kTwoPass;
+  bool deterministic_across_threads = true;
+  bool uses_threads = false;
+  std::string (*target)();  // SIMD target that runs on this machine ("scalar" for scalar code)
+  ForwardFn kernel;         // unchecked; call normbench::forward instead
+
+  bool supports(Norm n, DType t) const;
+};
+
+// All registered implementations, in a stable order.
+std::span<const Implementation> registry();
+// Throws Error listing the known names when `name` is unknown.
+const Implementation& find_implementation(std::string_view name);
+
+// Checks a call without running it; throws Error naming the first problem found.
+void validate(const Implementation& impl, const Problem& p, const Buffers& b,
+              const RunConfig& cfg = {});
+// Validates, then runs. rows == 0 is a no-op (buffers may then be null).
+void forward(const Implementation& impl, const Problem& p, const Buffers& b,
+             const RunConfig& cfg = {});
+
+}  // namespace normbench

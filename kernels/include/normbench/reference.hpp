@@ -1,0 +1,25 @@
+// The long-double reference: what every implementation is measured against.
+//
+// Computed from the rounded inputs the kernel actually receives (read exactly from the
+// kernel's dtype). Two-pass with Neumaier-compensated sums; the mean is kept as an unevaluated
+// pair hi + lo so that x - mean does not inherit the rounding error of a large mean (the error
+// of y stays O(u_ld) independent of the condition number). Checked against MPFR in the tests.
+#pragma once
+
+#include <vector>
+
+#include "normbench/normbench.hpp"
+
+namespace normbench {
+
+struct ReferenceResult {
+  std::vector<long double> y;     // rows*cols, unrounded
+  std::vector<long double> mean;  // rows (0 for RMSNorm)
+  std::vector<long double> var;   // rows: biased variance (LayerNorm) or mean square (RMSNorm)
+  std::vector<long double> rstd;  // rows: 1/sqrt(var + eps)
+};
+
+// Validates like forward() (no output buffer needed; b.y, b.mean and b.rstd are ignored).
+ReferenceResult reference_forward(const Problem& p, const Buffers& b);
+
+}  // namespace normbench

@@ -1,0 +1,156 @@
+// Names, validation and the registry.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "families.hpp"
+#include "normbench/normbench.hpp"
+
+namespace normbench {
+
+std::string_view norm_name(Norm n) {
+  switch (n) {
+    case Norm::kLayerNorm: return "layernorm";
+    case Norm::kRMSNorm: return "rmsnorm";
+  }
+  return "invalid";
+}
+
+Norm parse_norm(std::string_view name) {
+  for (Norm n : kAllNorms)
+    if (norm_name(n) == name) return n;
+  throw Error(fmt::format("unknown norm '{}' (expected layernorm or rmsnorm)", name));
+}
+
+double default_eps(Norm n) { return n == Norm::kRMSNorm ? 1e-6 : 1e-5; }
+
+std::string_view variance_algorithm_name(VarianceAlgorithm a) {
+  switch (a) {
+    case VarianceAlgorithm::kTwoPass: return "two-pass";
+    case VarianceAlgorithm::kWelford: return "welford";
+    case VarianceAlgorithm::kTextbook: return "textbook";
+  }
+  return "invalid";
+}
+
+double variance_error_bound(VarianceAlgorithm a, double n, double kappa, double u, bool pairwise) {
+  const double N = pairwise ? std::max(1.0, std::log2(n)) : n;
+  switch (a) {
+    case VarianceAlgorithm::kTwoPass: return N * u + N * N * kappa * kappa * u * u;
+    case VarianceAlgorithm::kWelford: return N * kappa * u;
+    case VarianceAlgorithm::kTextbook: return N * kappa * kappa * u;
+  }
+  throw Error(fmt::format("invalid variance algorithm {}", static_cast<int>(a)));
+}
+
+bool Implementation::supports(Norm n, DType t) const {
+  return std::find(norms.begin(), norms.end(), n) != norms.end() &&
+         std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end();
+}
+
+namespace {
+
+std::string scalar_target() { return "scalar"; }
+
+const std::vector<Implementation>& build_registry() {
+  static const std::vector<Implementation> impls = [] {
+    const std::vector<Norm> norms(std::begin(kAllNorms), std::end(kAllNorms));
+    const std::vector<DType> dtypes(std::begin(kAllDTypes), std::end(kAllDTypes));
+    const std::string_view acc = "f32 (f64 for f64)";
+    return std::vector<Implementation>{
+        {"naive", "naive", "scalar two-pass: mean, then sum of squared deviations, then apply",
+         norms, dtypes, acc, VarianceAlgorithm::kTwoPass, true, false, scalar_target, detail::naive_forward},
+        {"welford", "welford", "scalar one-pass Welford/West update of (count, mean, M2)", norms,
+         dtypes, acc, VarianceAlgorithm::kWelford, true, false, scalar_target, detail::welford_forward},
+        {"fused", "fused", "scalar single pass of sum x and sum x^2, var = E[x^2] - E[x]^2", norms,
+         dtypes, acc, VarianceAlgorithm::kTextbook, true, false, scalar_target, detail::fused_forward},
+        {"highway", "highway",
+         "Highway SIMD, dynamic dispatch; corrected two-pass (sum, then centred sums)", norms,
+         dtypes, acc, VarianceAlgorithm::kTwoPass, true, false, detail::highway_target, detail::highway_forward},
+        {"threaded", "threaded", "rows split over OpenMP threads, each running the highway kernel",
+         norms, dtypes, acc, VarianceAlgorithm::kTwoPass, true, true, detail::highway_target, detail::threaded_forward},
+    };
+  }();
+  return impls;
+}
+
+void check_aligned(const void* p, std::size_t align, const char* what) {
+  if (reinterpret_cast<std::uintptr_t>(p) % align != 0)
+    throw Error(fmt::format("{} is not aligned to its element size ({} bytes)", what, align));
+}
+
+bool ranges_overlap(const void* a, const void* b, std::size_t bytes) {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + bytes && pb < pa + bytes;
+}
+
+}  // namespace
+
+std::span<const Implementation> registry() { return build_registry(); }
+
+const Implementation& find_implementation(std::string_view name) {
+  std::string known;
+  for (const Implementation& impl : registry()) {
+    if (impl.name == name) return impl;
+    known += known.empty() ? "" : ", ";
+    known += impl.name;
+  }
+  throw Error(fmt::format("unknown implementation '{}' (known: {})", name, known));
+}
+
+namespace detail {
+
+bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfig& cfg) {
+  if (norm_name(p.norm) == "invalid")
+    throw Error(fmt::format("invalid norm value {}", static_cast<int>(p.norm)));
+  if (dtype_name(p.dtype) == "invalid")
+    throw Error(fmt::format("invalid dtype value {}", static_cast<int>(p.dtype)));
+  if (p.cols <= 0) throw Error(fmt::format("cols must be at least 1 (got {})", p.cols));
+  if (p.rows < 0) throw Error(fmt::format("rows must be non-negative (got {})", p.rows));
+  if (std::isnan(p.eps) || p.eps < 0 || std::isinf(p.eps))
+    throw Error(fmt::format("eps must be a finite number >= 0 (got {})", p.eps));
+  if (cfg.threads < 1 || cfg.threads > kMaxThreads)
+    throw Error(fmt::format("threads must be in [1, {}] (got {})", kMaxThreads, cfg.threads));
+  std::int64_t elements = 0, bytes = 0;
+  if (__builtin_mul_overflow(p.rows, p.cols, &elements) ||
+      __builtin_mul_overflow(elements, static_cast<std::int64_t>(dtype_size(p.dtype)), &bytes))
+    throw Error(fmt::format("rows*cols = {}*{} overflows the addressable size", p.rows, p.cols));
+  if (p.rows == 0) return false;
+  if (b.x == nullptr) throw Error("x is null");
+  check_aligned(b.x, dtype_size(p.dtype), "x");
+  const std::size_t param_size = dtype_size(param_dtype(p.dtype));
+  if (b.gamma) check_aligned(b.gamma, param_size, "gamma");
+  if (b.beta) check_aligned(b.beta, param_size, "beta");
+  return true;
+}
+
+}  // namespace detail
+
+void validate(const Implementation& impl, const Problem& p, const Buffers& b,
+              const RunConfig& cfg) {
+  if (impl.kernel == nullptr) throw Error(fmt::format("implementation '{}' has no kernel", impl.name));
+  const bool has_work = detail::check_problem_and_inputs(p, b, cfg);
+  if (!impl.supports(p.norm, p.dtype))
+    throw Error(fmt::format("implementation '{}' does not support {} with dtype {}", impl.name,
+                            norm_name(p.norm), dtype_name(p.dtype)));
+  if (!has_work) return;
+  if (b.y == nullptr) throw Error("y is null");
+  check_aligned(b.y, dtype_size(p.dtype), "y");
+  const std::size_t bytes = static_cast<std::size_t>(p.rows * p.cols) * dtype_size(p.dtype);
+  if (b.y != b.x && ranges_overlap(b.x, b.y, bytes))
+    throw Error("y partially overlaps x (only y == x, in place, is supported)");
+  if (b.mean) check_aligned(b.mean, alignof(float), "mean");
+  if (b.rstd) check_aligned(b.rstd, alignof(float), "rstd");
+}
+
+void forward(const Implementation& impl, const Problem& p, const Buffers& b,
+             const RunConfig& cfg) {
+  validate(impl, p, b, cfg);
+  if (p.rows == 0) return;
+  impl.kernel(p, b, cfg);
+}
+
+}  // namespace normbench

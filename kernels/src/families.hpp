@@ -1,0 +1,28 @@
+// Entry points of the implementation families (one .cpp each), wired into the registry.
+// Kernels here are unchecked: normbench::forward() validates before calling them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "normbench/normbench.hpp"
+
+namespace normbench::detail {
+
+void naive_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
+void welford_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
+void fused_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
+
+// Highway: rows [row_begin, row_end) on the best target this CPU supports (or the one a test
+// forced with hwy::SetSupportedTargetsForTest).
+void highway_rows(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end);
+void highway_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
+std::string highway_target();
+
+void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
+
+// Validation shared by forward() and reference_forward(): everything but the output buffers.
+// Returns false for the rows == 0 no-op.
+bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfig& cfg);
+
+}  // namespace normbench::detail

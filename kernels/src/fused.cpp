@@ -1,0 +1,36 @@
+// fused: one pass accumulating sum(x) and sum(x^2); var = E[x^2] - E[x]^2.
+// The fast textbook formula, kept as it is so the accuracy harness can show where it breaks:
+// its variance error grows like N*kappa^2*u and is total once kappa^2 * u > 1.
+// The only guard is the clamp of a negative variance to 0 (as PyTorch does), which keeps
+// rstd finite rather than hiding the cancellation.
+#include <algorithm>
+
+#include "families.hpp"
+#include "scalar_rows.hpp"
+
+namespace normbench::detail {
+namespace {
+struct SumAndSumOfSquares {
+  template <class T>
+  static RowStats<Acc<T>> layernorm(const T* x, std::int64_t n) {
+    using A = Acc<T>;
+    A sum = 0, sumsq = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const A v = widen(x[i]);
+      sum += v;
+      sumsq += v * v;
+    }
+    const A mean = sum / static_cast<A>(n);
+    return {mean, std::max(A(0), sumsq / static_cast<A>(n) - mean * mean)};
+  }
+  template <class T>
+  static RowStats<Acc<T>> rmsnorm(const T* x, std::int64_t n) {
+    return mean_square_sequential(x, n);
+  }
+};
+}  // namespace
+
+void fused_forward(const Problem& p, const Buffers& b, const RunConfig&) {
+  scalar_rows<SumAndSumOfSquares>(p, b);
+}
+}  // namespace normbench::detail

@@ -1,0 +1,354 @@
+// highway: Google Highway SIMD with dynamic dispatch over every compiled target.
+//
+// Statistics: the corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7).
+//   pass 1: s = sum(x - x0)           -> mean0 = x0 + s/n   (shifted by the row's first value)
+//   pass 2: c = sum(x - mean0), S = sum((x - mean0)^2)
+//           mean = mean0 + c/n,  var = (S - c^2/n) / n
+// The shift makes constant rows exact (mean = x0, var = 0, so y = beta); the correction term
+// removes the first-order error of mean0. Sums use several independent vector accumulators.
+// bf16/f16 are widened to f32 in registers and rounded back to nearest-even by our own integer
+// code (Highway 1.0.3's bf16 demotion truncates; its non-F16C f16 paths truncate and break
+// Inf/NaN), with hardware F16C used on AVX2 and AVX-512 targets.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "highway.cpp"  // found through this directory on the include path
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <fmt/format.h>
+
+#include "families.hpp"
+#include "normbench/simd_convert.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace normbench {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef NORMBENCH_HW_F16
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define NORMBENCH_HW_F16 1  // AVX2 and AVX-512 targets include F16C
+#else
+#define NORMBENCH_HW_F16 0
+#endif
+
+constexpr std::size_t kMaxVectorBytes = 64;
+
+// ---- loads: storage T -> compute vector (exact) ----
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const hn::TFromD<D>* HWY_RESTRICT p) {
+  return hn::LoadU(d, p);
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D df, const bf16* HWY_RESTRICT p) {
+  const hn::Rebind<std::uint16_t, D> du16;
+  const hn::RebindToUnsigned<D> du32;
+  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p)));
+  return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D df, const f16* HWY_RESTRICT p) {
+#if NORMBENCH_HW_F16
+  const hn::Rebind<hwy::float16_t, D> df16;
+  return hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+  // Vector form of F. Giesen's half_to_float (exact for subnormals, Inf and NaN).
+  const hn::Rebind<std::uint16_t, D> du16;
+  const hn::RebindToUnsigned<D> du32;
+  const auto h = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p)));
+  const auto shifted_exp = hn::Set(du32, 0x7C00u << 13);
+  auto o = hn::ShiftLeft<13>(hn::And(h, hn::Set(du32, 0x7FFFu)));
+  const auto exp = hn::And(o, shifted_exp);
+  o = hn::Add(o, hn::Set(du32, (127u - 15u) << 23));
+  const auto inf_nan = hn::Add(o, hn::Set(du32, (128u - 16u) << 23));
+  const auto subnormal = hn::BitCast(
+      du32, hn::Sub(hn::BitCast(df, hn::Add(o, hn::Set(du32, 1u << 23))),
+                    hn::BitCast(df, hn::Set(du32, 113u << 23))));
+  o = hn::IfThenElse(hn::Eq(exp, shifted_exp), inf_nan,
+                     hn::IfThenElse(hn::Eq(exp, hn::Zero(du32)), subnormal, o));
+  return hn::BitCast(df, hn::Or(o, hn::ShiftLeft<16>(hn::And(h, hn::Set(du32, 0x8000u)))));
+#endif
+}
+
+// Loads count (< Lanes) elements; the remaining lanes are zero.
+template <class D, class T>
+HWY_INLINE hn::Vec<D> LoadPartial(D d, const T* HWY_RESTRICT p, std::size_t count) {
+  alignas(kMaxVectorBytes) T buf[kMaxVectorBytes / sizeof(hn::TFromD<D>)] = {};
+  std::memcpy(buf, p, count * sizeof(T));
+  return LoadRow(d, buf);
+}
+
+// ---- stores: compute vector -> storage T, rounded to nearest even ----
+template <class D>
+HWY_INLINE void StoreRow(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p) {
+  hn::StoreU(v, d, p);
+}
+
+template <class D>
+HWY_INLINE void StoreRow(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<D> du32;
+  const hn::RebindToSigned<D> di32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
+  const auto quiet_nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
+  const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::Ne(v, v)), quiet_nan, rounded);
+  (void)df;
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, reinterpret_cast<std::uint16_t*>(p));
+}
+
+template <class D>
+HWY_INLINE void StoreRow(D df, hn::Vec<D> v, f16* HWY_RESTRICT p) {
+#if NORMBENCH_HW_F16
+  const hn::Rebind<hwy::float16_t, D> df16;  // vcvtps2ph with MXCSR rounding: nearest even
+  hn::StoreU(hn::DemoteTo(df16, v), df16, reinterpret_cast<hwy::float16_t*>(p));
+#else
+  // Vector form of F. Giesen's float_to_half_fast3_rtne.
+  const hn::RebindToUnsigned<D> du32;
+  const hn::RebindToSigned<D> di32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  auto u = hn::BitCast(du32, v);
+  const auto sign = hn::And(u, hn::Set(du32, 0x80000000u));
+  u = hn::Xor(u, sign);
+  const auto ui = hn::BitCast(di32, u);  // < 2^31 now: signed compares are safe
+  const auto too_big = hn::Gt(ui, hn::Set(di32, static_cast<std::int32_t>(((127u + 16u) << 23) - 1u)));
+  const auto big = hn::IfThenElse(hn::RebindMask(du32, hn::Gt(ui, hn::Set(di32, 0x7F800000))),
+                                  hn::Set(du32, 0x7E00u), hn::Set(du32, 0x7C00u));
+  const auto tiny = hn::Lt(ui, hn::Set(di32, static_cast<std::int32_t>(113u << 23)));
+  const std::uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  const auto sub = hn::Sub(
+      hn::BitCast(du32, hn::Add(hn::BitCast(df, u), hn::BitCast(df, hn::Set(du32, denorm_magic)))),
+      hn::Set(du32, denorm_magic));
+  const auto mant_odd = hn::And(hn::ShiftRight<13>(u), hn::Set(du32, 1u));
+  const auto normal = hn::ShiftRight<13>(
+      hn::Add(hn::Add(u, hn::Set(du32, 0u - ((127u - 15u) << 23) + 0xFFFu)), mant_odd));
+  auto o = hn::IfThenElse(hn::RebindMask(du32, too_big), big,
+                          hn::IfThenElse(hn::RebindMask(du32, tiny), sub, normal));
+  o = hn::Or(o, hn::ShiftRight<16>(sign));
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, o)), du16, reinterpret_cast<std::uint16_t*>(p));
+#endif
+}
+
+template <class D, class T>
+HWY_INLINE void StorePartial(D d, hn::Vec<D> v, T* HWY_RESTRICT p, std::size_t count) {
+  alignas(kMaxVectorBytes) T buf[kMaxVectorBytes / sizeof(hn::TFromD<D>)];
+  StoreRow(d, v, buf);
+  std::memcpy(p, buf, count * sizeof(T));
+}
+
+// ---- reductions ----
+// sum(x - shift), four independent accumulators.
+template <class D, class T>
+HWY_INLINE hn::TFromD<D> ShiftedSum(D d, const T* HWY_RESTRICT x, std::size_t n, hn::TFromD<D> shift) {
+  const std::size_t N = hn::Lanes(d);
+  const auto k = hn::Set(d, shift);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Add(a0, hn::Sub(LoadRow(d, x + i), k));
+    a1 = hn::Add(a1, hn::Sub(LoadRow(d, x + i + N), k));
+    a2 = hn::Add(a2, hn::Sub(LoadRow(d, x + i + 2 * N), k));
+    a3 = hn::Add(a3, hn::Sub(LoadRow(d, x + i + 3 * N), k));
+  }
+  for (; i + N <= n; i += N) a0 = hn::Add(a0, hn::Sub(LoadRow(d, x + i), k));
+  if (i < n)
+    a1 = hn::Add(a1, hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x + i, n - i), k)));
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+// c = sum(x - m) and s = sum((x - m)^2), two independent accumulator pairs.
+template <class D, class T>
+HWY_INLINE void CentredSums(D d, const T* HWY_RESTRICT x, std::size_t n, hn::TFromD<D> mean,
+                            hn::TFromD<D>& c, hn::TFromD<D>& s) {
+  const std::size_t N = hn::Lanes(d);
+  const auto m = hn::Set(d, mean);
+  auto c0 = hn::Zero(d), c1 = hn::Zero(d), s0 = hn::Zero(d), s1 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto d0 = hn::Sub(LoadRow(d, x + i), m);
+    const auto d1 = hn::Sub(LoadRow(d, x + i + N), m);
+    c0 = hn::Add(c0, d0);
+    s0 = hn::MulAdd(d0, d0, s0);
+    c1 = hn::Add(c1, d1);
+    s1 = hn::MulAdd(d1, d1, s1);
+  }
+  for (; i + N <= n; i += N) {
+    const auto d0 = hn::Sub(LoadRow(d, x + i), m);
+    c0 = hn::Add(c0, d0);
+    s0 = hn::MulAdd(d0, d0, s0);
+  }
+  if (i < n) {
+    const auto d1 = hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x + i, n - i), m));
+    c1 = hn::Add(c1, d1);
+    s1 = hn::MulAdd(d1, d1, s1);
+  }
+  c = hn::GetLane(hn::SumOfLanes(d, hn::Add(c0, c1)));
+  s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+}
+
+// sum(x^2), four independent accumulators.
+template <class D, class T>
+HWY_INLINE hn::TFromD<D> SumOfSquares(D d, const T* HWY_RESTRICT x, std::size_t n) {
+  const std::size_t N = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const auto v0 = LoadRow(d, x + i), v1 = LoadRow(d, x + i + N);
+    const auto v2 = LoadRow(d, x + i + 2 * N), v3 = LoadRow(d, x + i + 3 * N);
+    a0 = hn::MulAdd(v0, v0, a0);
+    a1 = hn::MulAdd(v1, v1, a1);
+    a2 = hn::MulAdd(v2, v2, a2);
+    a3 = hn::MulAdd(v3, v3, a3);
+  }
+  for (; i + N <= n; i += N) {
+    const auto v = LoadRow(d, x + i);
+    a0 = hn::MulAdd(v, v, a0);
+  }
+  if (i < n) {
+    const auto v = LoadPartial(d, x + i, n - i);  // zero lanes add nothing
+    a1 = hn::MulAdd(v, v, a1);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+// y = (x - mean) * rstd [* gamma] [+ beta]; reads each x vector before writing y (in place ok).
+template <class D, class T>
+HWY_INLINE void Apply(D d, const T* x, T* y, std::size_t n, hn::TFromD<D> mean,
+                      hn::TFromD<D> rstd, const hn::TFromD<D>* HWY_RESTRICT gamma,
+                      const hn::TFromD<D>* HWY_RESTRICT beta) {
+  const std::size_t N = hn::Lanes(d);
+  const auto m = hn::Set(d, mean), r = hn::Set(d, rstd);
+  const auto one_vector = [&](hn::Vec<D> xv, hn::Vec<D> g, hn::Vec<D> b) {
+    auto v = hn::Mul(hn::Sub(xv, m), r);
+    if (gamma) v = hn::Mul(v, g);
+    if (beta) v = hn::Add(v, b);
+    return v;
+  };
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto g = gamma ? hn::LoadU(d, gamma + i) : hn::Zero(d);
+    const auto b = beta ? hn::LoadU(d, beta + i) : hn::Zero(d);
+    StoreRow(d, one_vector(LoadRow(d, x + i), g, b), y + i);
+  }
+  if (i < n) {
+    const std::size_t rest = n - i;
+    const auto g = gamma ? LoadPartial(d, gamma + i, rest) : hn::Zero(d);
+    const auto b = beta ? LoadPartial(d, beta + i, rest) : hn::Zero(d);
+    StorePartial(d, one_vector(LoadPartial(d, x + i, rest), g, b), y + i, rest);
+  }
+}
+
+template <class T>
+void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const hn::ScalableTag<C> d;
+  HWY_DASSERT(hn::Lanes(d) * sizeof(C) <= kMaxVectorBytes);
+  const std::size_t n = static_cast<std::size_t>(p.cols);
+  const C inv_n = C(1) / static_cast<C>(n);
+  const auto* gamma = static_cast<const C*>(b.gamma);
+  const auto* beta = static_cast<const C*>(b.beta);
+  const C eps = static_cast<C>(p.eps);
+  for (std::int64_t r = row_begin; r < row_end; ++r) {
+    const T* x = static_cast<const T*>(b.x) + r * p.cols;
+    T* y = static_cast<T*>(b.y) + r * p.cols;
+    C mean = 0, var;
+    if (p.norm == Norm::kLayerNorm) {
+      const C shift = widen(x[0]);
+      const C mean0 = shift + ShiftedSum(d, x, n, shift) * inv_n;
+      C c, s;
+      CentredSums(d, x, n, mean0, c, s);
+      mean = mean0 + c * inv_n;
+      var = std::max(C(0), (s - c * c * inv_n) * inv_n);
+    } else {
+      var = SumOfSquares(d, x, n) * inv_n;
+    }
+    const C rstd = C(1) / std::sqrt(var + eps);
+    if (b.mean) b.mean[r] = static_cast<float>(mean);
+    if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
+    Apply(d, x, y, n, mean, rstd, gamma, beta);
+  }
+}
+
+void ForwardRows(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
+  switch (p.dtype) {
+    case DType::kF32: return ForwardRowsTyped<float>(p, b, row_begin, row_end);
+    case DType::kF64: return ForwardRowsTyped<double>(p, b, row_begin, row_end);
+    case DType::kBF16: return ForwardRowsTyped<bf16>(p, b, row_begin, row_end);
+    case DType::kF16: return ForwardRowsTyped<f16>(p, b, row_begin, row_end);
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+template <class T>
+void ConvertTyped(const float* in_f32, T* out_t, const T* in_t, float* out_f32, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    if (out_t) StoreRow(d, hn::LoadU(d, in_f32 + i), out_t + i);
+    if (out_f32) hn::StoreU(LoadRow(d, in_t + i), d, out_f32 + i);
+  }
+  if (i < n) {
+    if (out_t) StorePartial(d, LoadPartial(d, in_f32 + i, n - i), out_t + i, n - i);
+    if (out_f32) StorePartial(d, LoadPartial(d, in_t + i, n - i), out_f32 + i, n - i);
+  }
+}
+
+// Store direction when in_f32 is given, load direction when out_f32 is given.
+void Convert(DType t, const float* in_f32, void* out_t, const void* in_t, float* out_f32, std::size_t n) {
+  switch (t) {
+    case DType::kF32:
+      return ConvertTyped(in_f32, static_cast<float*>(out_t), static_cast<const float*>(in_t), out_f32, n);
+    case DType::kBF16:
+      return ConvertTyped(in_f32, static_cast<bf16*>(out_t), static_cast<const bf16*>(in_t), out_f32, n);
+    case DType::kF16:
+      return ConvertTyped(in_f32, static_cast<f16*>(out_t), static_cast<const f16*>(in_t), out_f32, n);
+    case DType::kF64: return;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace normbench
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace normbench {
+HWY_EXPORT(ForwardRows);
+HWY_EXPORT(TargetName);
+HWY_EXPORT(Convert);
+
+namespace {
+void check_convertible(DType t) {
+  if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16)
+    throw Error(fmt::format("SIMD conversion supports f32, bf16 and f16, not {}", dtype_name(t)));
+}
+}  // namespace
+
+void simd_store_rounded(DType t, const float* in, void* out, std::size_t n) {
+  check_convertible(t);
+  HWY_DYNAMIC_DISPATCH(Convert)(t, in, out, nullptr, nullptr, n);
+}
+void simd_load_widened(DType t, const void* in, float* out, std::size_t n) {
+  check_convertible(t);
+  HWY_DYNAMIC_DISPATCH(Convert)(t, nullptr, nullptr, in, out, n);
+}
+
+namespace detail {
+void highway_rows(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
+  HWY_DYNAMIC_DISPATCH(ForwardRows)(p, b, row_begin, row_end);
+}
+void highway_forward(const Problem& p, const Buffers& b, const RunConfig&) {
+  highway_rows(p, b, 0, p.rows);
+}
+std::string highway_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+}  // namespace detail
+}  // namespace normbench
+#endif

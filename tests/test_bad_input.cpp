@@ -1,0 +1,183 @@
+// Bad input gets a normbench::Error naming the problem, before anything is written; NaN stays
+// in its row; constant rows give beta.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "test_support.hpp"
+
+namespace normbench::testing {
+namespace {
+
+constexpr float kSentinel = 12345.0f;
+
+class BadInput : public ::testing::TestWithParam<const Implementation*> {
+ protected:
+  // Expects forward() to throw an Error whose message contains `needle`, leaving y untouched.
+  void expect_rejected(const Problem& p, const Buffers& b, const std::string& needle, RunConfig cfg = {}) {
+    try {
+      forward(*GetParam(), p, b, cfg);
+      ADD_FAILURE() << "accepted; expected an error mentioning '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    for (float v : y_) ASSERT_EQ(v, kSentinel) << "output written before the error";
+  }
+  std::vector<float> x_ = std::vector<float>(64, 1.0f), y_ = std::vector<float>(64, kSentinel);
+  Problem p_{Norm::kLayerNorm, DType::kF32, 4, 16, 1e-5};
+  Buffers b() { return Buffers{x_.data(), y_.data(), nullptr, nullptr, nullptr, nullptr}; }
+};
+
+TEST_P(BadInput, ZeroOrNegativeCols) {
+  Problem p = p_;
+  p.cols = 0;
+  expect_rejected(p, b(), "cols must be at least 1");
+  p.cols = -3;
+  expect_rejected(p, b(), "cols must be at least 1");
+}
+
+TEST_P(BadInput, NegativeRows) {
+  Problem p = p_;
+  p.rows = -1;
+  expect_rejected(p, b(), "rows must be non-negative");
+}
+
+TEST_P(BadInput, NullBuffers) {
+  Buffers bx = b();
+  bx.x = nullptr;
+  expect_rejected(p_, bx, "x is null");
+  Buffers by = b();
+  by.y = nullptr;
+  expect_rejected(p_, by, "y is null");
+}
+
+TEST_P(BadInput, NegativeNanOrInfiniteEps) {
+  for (double eps : {-1e-5, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    Problem p = p_;
+    p.eps = eps;
+    expect_rejected(p, b(), "eps must be a finite number >= 0");
+  }
+}
+
+TEST_P(BadInput, SizeOverflow) {
+  Problem p = p_;
+  p.rows = std::int64_t{1} << 40;
+  p.cols = std::int64_t{1} << 40;
+  expect_rejected(p, b(), "overflows");
+  p.rows = std::int64_t{1} << 31;  // elements fit, bytes do not
+  p.cols = std::int64_t{1} << 31;
+  expect_rejected(p, b(), "overflows");
+}
+
+TEST_P(BadInput, InvalidEnumsAndThreadCounts) {
+  Problem p = p_;
+  p.dtype = static_cast<DType>(42);
+  expect_rejected(p, b(), "invalid dtype");
+  p = p_;
+  p.norm = static_cast<Norm>(42);
+  expect_rejected(p, b(), "invalid norm");
+  expect_rejected(p_, b(), "threads must be in", RunConfig{0});
+  expect_rejected(p_, b(), "threads must be in", RunConfig{kMaxThreads + 1});
+}
+
+TEST_P(BadInput, MisalignedAndOverlappingBuffers) {
+  Buffers bm = b();
+  bm.x = reinterpret_cast<const unsigned char*>(x_.data()) + 1;
+  expect_rejected(p_, bm, "x is not aligned");
+  std::vector<float> xy(80, 1.0f);
+  Buffers bo = b();
+  bo.x = xy.data();
+  bo.y = xy.data() + 8;  // partial overlap is not in-place
+  try {
+    forward(*GetParam(), p_, bo);
+    ADD_FAILURE() << "partial overlap accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overlaps"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(BadInput, ZeroRowsIsANoOpEvenWithNullBuffers) {
+  Problem p = p_;
+  p.rows = 0;
+  EXPECT_NO_THROW(forward(*GetParam(), p, Buffers{}));
+}
+
+TEST_P(BadInput, NanStaysInItsRow) {
+  for (Norm n : kAllNorms)
+    for (DType t : kAllDTypes) {
+      SCOPED_TRACE(fmt::format("{} {}", norm_name(n), dtype_name(t)));
+      const Problem p{n, t, 5, 33, default_eps(n)};
+      Inputs in(p, true, true);
+      fill_inputs(in, 7);
+      store_rounded(t, in.x.data(), 2 * 33 + 17, std::numeric_limits<long double>::quiet_NaN());
+      Buffer y(5 * 33, dtype_size(t));
+      forward(*GetParam(), p, in.buffers(y.data()));
+      for (std::int64_t r = 0; r < 5; ++r)
+        for (std::int64_t i = 0; i < 33; ++i)
+          ASSERT_EQ(std::isnan(load_as_long_double(t, y.data(), r * 33 + i)), r == 2) << r << "," << i;
+    }
+}
+
+// A constant row has variance 0 and LayerNorm returns beta. With a dyadic constant every sum is
+// exact, so every implementation must return beta bit for bit. For 0.1 (inexact sums), the
+// families whose mean is exact by construction (Welford's update; Highway's shift by the first
+// element) must too; the others only within the general error bound (tested in KernelMatrix).
+TEST_P(BadInput, ConstantRowGivesBeta) {
+  const Implementation& impl = *GetParam();
+  const bool exact_mean_by_construction =
+      impl.family == "welford" || impl.family == "highway" || impl.family == "threaded";
+  for (DType t : kAllDTypes)
+    for (double c : {1.5, -3.25, 0.1}) {
+      if (c == 0.1 && !exact_mean_by_construction) continue;
+      for (std::int64_t cols : {1, 7, 768, 4097}) {
+        SCOPED_TRACE(fmt::format("{} c={} cols={}", dtype_name(t), c, cols));
+        const Problem p{Norm::kLayerNorm, t, 3, cols, 1e-5};
+        Inputs in(p, true, true);
+        fill_inputs(in, 3);
+        for (std::int64_t i = 0; i < 3 * cols; ++i) store_rounded(t, in.x.data(), i, c);
+        Buffer y(3 * cols, dtype_size(t));
+        forward(impl, p, in.buffers(y.data()));
+        for (std::int64_t i = 0; i < 3 * cols; ++i)
+          ASSERT_EQ(load_as_long_double(t, y.data(), i),
+                    round_to_dtype(t, load_as_long_double(param_dtype(t), in.beta.data(), i % cols)))
+              << i;
+      }
+    }
+}
+
+std::vector<const Implementation*> all_impls() {
+  std::vector<const Implementation*> v;
+  for (const Implementation& impl : registry()) v.push_back(&impl);
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(AllImplementations, BadInput, ::testing::ValuesIn(all_impls()),
+                         [](const auto& info) { return sanitize(std::string(info.param->name)); });
+
+TEST(Registry, UnsupportedDtypeIsRejected) {
+  const Implementation& hw = find_implementation("highway");
+  Implementation f32_only = hw;
+  f32_only.dtypes = {DType::kF32};
+  std::vector<std::uint16_t> x(16), y(16);
+  const Problem p{Norm::kLayerNorm, DType::kBF16, 1, 16, 1e-5};
+  try {
+    forward(f32_only, p, Buffers{x.data(), y.data()});
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not support layernorm with dtype bf16"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Registry, UnknownNamesAreRejected) {
+  EXPECT_THROW(find_implementation("nope"), Error);
+  EXPECT_THROW(parse_dtype("fp8"), Error);
+  EXPECT_THROW(parse_norm("batchnorm2"), Error);
+  EXPECT_EQ(parse_dtype("bf16"), DType::kBF16);
+  EXPECT_EQ(parse_norm("rmsnorm"), Norm::kRMSNorm);
+}
+
+}  // namespace
+}  // namespace normbench::testing

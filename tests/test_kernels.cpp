@@ -1,0 +1,145 @@
+// Every registered implementation x norm x dtype (x every supported Highway target for SIMD
+// families) against the long-double reference over the shape grid, with unaligned pointers and
+// in place.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "test_support.hpp"
+
+namespace normbench::testing {
+namespace {
+
+struct KernelCase {
+  const Implementation* impl;
+  Norm norm;
+  DType dtype;
+  std::int64_t target;  // 0: the implementation's own choice (scalar code)
+};
+
+std::vector<KernelCase> all_cases() {
+  std::vector<KernelCase> cases;
+  for (const Implementation& impl : registry())
+    for (Norm n : impl.norms)
+      for (DType t : impl.dtypes) {
+        if (is_simd(impl))
+          for (std::int64_t target : simd_targets()) cases.push_back({&impl, n, t, target});
+        else
+          cases.push_back({&impl, n, t, 0});
+      }
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<KernelCase>& info) {
+  const KernelCase& c = info.param;
+  std::string name = fmt::format("{}_{}_{}", c.impl->name, norm_name(c.norm), dtype_name(c.dtype));
+  if (c.target != 0) name = fmt::format("{}_{}", name, hwy::TargetName(c.target));
+  return sanitize(name);
+}
+
+constexpr std::int64_t kCols[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 127, 768, 1000, 1025, 4096, 65537};
+constexpr std::int64_t kRows[] = {1, 3, 64};
+
+void PrintTo(const KernelCase& c, std::ostream* os) {
+  *os << c.impl->name << "/" << norm_name(c.norm) << "/" << dtype_name(c.dtype);
+  if (c.target != 0) *os << "/" << hwy::TargetName(c.target);
+}
+
+class KernelMatrix : public ::testing::TestWithParam<KernelCase> {};
+
+// Checks y (dtype of p) and the per-row statistics against the reference with element_bound.
+// Returns the number of violations (reports the first few).
+int check_against_reference(const Implementation& impl, const Inputs& in, const void* y, const float* mean,
+                            const float* rstd, const ReferenceResult& ref) {
+  const Problem& p = in.problem;
+  const DType pt = param_dtype(p.dtype);
+  const long double u = unit_roundoff(p.dtype == DType::kF64 ? DType::kF64 : DType::kF32);
+  int failures = 0;
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+    long double mean_abs = 0;
+    for (std::int64_t i = 0; i < p.cols; ++i)
+      mean_abs += std::fabs(load_as_long_double(p.dtype, in.x.data(), r * p.cols + i));
+    mean_abs /= p.cols;
+    RowBound rb{u, static_cast<long double>(p.cols), 0, p.cols * u};
+    if (p.norm == Norm::kLayerNorm && ref.var[r] > 0) {
+      const long double kappa = std::sqrt(1 + ref.mean[r] * ref.mean[r] / ref.var[r]);
+      rb.a = mean_abs / std::sqrt(ref.var[r]);
+      rb.v = variance_error_bound(impl.variance_algorithm, p.cols, kappa, u);
+    }
+    for (std::int64_t i = 0; i < p.cols; ++i) {
+      const std::size_t k = r * p.cols + i;
+      const long double g = in.has_gamma ? load_as_long_double(pt, in.gamma.data(), i) : 1.0L;
+      const long double b = in.has_beta ? load_as_long_double(pt, in.beta.data(), i) : 0.0L;
+      const long double bound = element_bound(p.dtype, rb, ref.y[k], ref.y[k] - b, g, b);
+      const long double got = load_as_long_double(p.dtype, y, k);
+      if (!(std::fabs(got - ref.y[k]) <= bound) && failures++ < 5)
+        ADD_FAILURE() << fmt::format("row {} col {}: got {:.10g}, reference {:.10g}, |err| {:.3g} > bound {:.3g}",
+                                     r, i, static_cast<double>(got), static_cast<double>(ref.y[k]),
+                                     static_cast<double>(std::fabs(got - ref.y[k])), static_cast<double>(bound));
+    }
+    // Per-row statistics, delivered in f32: the same first-order bounds, plus f32 rounding.
+    const long double mean_bound = 2 * (p.cols + 1) * u * mean_abs + ulp_of(DType::kF32, ref.mean[r]);
+    const long double rstd_bound = 2 * (rb.v / 2 + 6 * u) * ref.rstd[r] + ulp_of(DType::kF32, ref.rstd[r]);
+    if (!(std::fabs(mean[r] - ref.mean[r]) <= mean_bound) && failures++ < 5)
+      ADD_FAILURE() << fmt::format("row {}: mean {} vs reference {}", r, mean[r], static_cast<double>(ref.mean[r]));
+    if (!(std::fabs(rstd[r] - ref.rstd[r]) <= rstd_bound) && failures++ < 5)
+      ADD_FAILURE() << fmt::format("row {}: rstd {} vs reference {}", r, rstd[r], static_cast<double>(ref.rstd[r]));
+  }
+  return failures;
+}
+
+TEST_P(KernelMatrix, MatchesReferenceOnShapeGridUnalignedAndInPlace) {
+  const KernelCase& c = GetParam();
+  ForcedTarget forced(c.target);
+  std::uint64_t seed = 1;
+  for (std::int64_t rows : kRows) {
+    for (std::int64_t cols : kCols) {
+      const Problem p{c.norm, c.dtype, rows, cols, default_eps(c.norm)};
+      // Cycle through the optional-parameter combinations across shapes.
+      const int variant = static_cast<int>(seed % 4);
+      Inputs in(p, variant != 1 && variant != 3, variant != 1 && variant != 2);
+      fill_inputs(in, seed++);
+      SCOPED_TRACE(fmt::format("{}x{} gamma={} beta={}", rows, cols, in.has_gamma, in.has_beta));
+      const ReferenceResult ref = reference_forward(p, in.buffers(nullptr));
+
+      Buffer y(static_cast<std::size_t>(rows * cols), dtype_size(c.dtype));
+      std::vector<float> mean(rows + 1), rstd(rows + 1);  // +1: not 64-byte aligned
+      forward(*c.impl, p, in.buffers(y.data(), mean.data() + 1, rstd.data() + 1));
+      if (check_against_reference(*c.impl, in, y.data(), mean.data() + 1, rstd.data() + 1, ref) > 0) return;
+
+      // In place: same bits as out of place.
+      Buffer inplace(static_cast<std::size_t>(rows * cols), dtype_size(c.dtype));
+      std::memcpy(inplace.data(), in.x.data(), in.x.size_bytes());
+      Buffers b = in.buffers(inplace.data());
+      b.x = inplace.data();
+      forward(*c.impl, p, b);
+      ASSERT_EQ(0, std::memcmp(inplace.data(), y.data(), y.size_bytes())) << "in-place result differs";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllImplementations, KernelMatrix, ::testing::ValuesIn(all_cases()), case_name);
+
+TEST(Registry, HasEveryFamilyForBothNormsAndAllDTypes) {
+  for (std::string_view family : {"naive", "welford", "fused", "highway", "threaded"}) {
+    bool found = false;
+    for (const Implementation& impl : registry()) {
+      if (impl.family != family) continue;
+      found = true;
+      for (Norm n : kAllNorms)
+        for (DType t : kAllDTypes) EXPECT_TRUE(impl.supports(n, t)) << impl.name;
+    }
+    EXPECT_TRUE(found) << family;
+  }
+}
+
+TEST(Registry, SimdTargetNameIsTheDispatchedTarget) {
+  const Implementation& hw = find_implementation("highway");
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    EXPECT_EQ(hw.target(), hwy::TargetName(target));
+  }
+}
+
+}  // namespace
+}  // namespace normbench::testing

@@ -1,0 +1,123 @@
+// Shared helpers for the kernel tests: typed buffers, seeded inputs, and the error bound.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <hwy/targets.h>
+
+#include "normbench/normbench.hpp"
+#include "normbench/reference.hpp"
+
+namespace normbench {
+// Readable parameter names in ctest's listing.
+inline void PrintTo(const Implementation* impl, std::ostream* os) { *os << impl->name; }
+}  // namespace normbench
+
+namespace normbench::testing {
+
+// A byte buffer whose data() is offset by one element from a 64-byte boundary, so kernels see
+// element-aligned but vector-unaligned pointers.
+class Buffer {
+ public:
+  Buffer(std::size_t count, std::size_t elem_size)
+      : elem_(elem_size), bytes_(count * elem_size + 64 + elem_size) {}
+  void* data() { return base() + elem_; }
+  const void* data() const { return const_cast<Buffer*>(this)->data(); }
+  std::size_t size_bytes() const { return bytes_.size() - 64 - elem_; }
+
+ private:
+  unsigned char* base() {
+    auto p = reinterpret_cast<std::uintptr_t>(bytes_.data());
+    return bytes_.data() + ((64 - p % 64) % 64);
+  }
+  std::size_t elem_;
+  std::vector<unsigned char> bytes_;
+};
+
+struct Inputs {
+  Problem problem;
+  Buffer x, gamma, beta;
+  bool has_gamma, has_beta;
+  Inputs(const Problem& p, bool with_gamma, bool with_beta)
+      : problem(p),
+        x(static_cast<std::size_t>(p.rows * p.cols), dtype_size(p.dtype)),
+        gamma(static_cast<std::size_t>(p.cols), dtype_size(param_dtype(p.dtype))),
+        beta(static_cast<std::size_t>(p.cols), dtype_size(param_dtype(p.dtype))),
+        has_gamma(with_gamma),
+        has_beta(with_beta) {}
+  Buffers buffers(void* y, float* mean = nullptr, float* rstd = nullptr) const {
+    return Buffers{x.data(), y, has_gamma ? gamma.data() : nullptr, has_beta ? beta.data() : nullptr,
+                   mean, rstd};
+  }
+};
+
+// x = offset + N(0, 1) rounded to the dtype; gamma in [0.5, 1.5], beta in [-0.5, 0.5].
+inline void fill_inputs(Inputs& in, std::uint64_t seed, double offset = 0.5) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> unit(-0.5, 0.5);
+  const Problem& p = in.problem;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(p.rows * p.cols); ++i)
+    store_rounded(p.dtype, in.x.data(), i, offset + normal(rng));
+  const DType pt = param_dtype(p.dtype);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(p.cols); ++i) {
+    store_rounded(pt, in.gamma.data(), i, 1.0 + unit(rng));
+    store_rounded(pt, in.beta.data(), i, unit(rng));
+  }
+}
+
+// Bound on |y_i - ref_i| for one output element, derived to first order.
+//
+// Kernels accumulate in A (unit roundoff u: f32 for f32/bf16/f16, f64 for f64) and round once
+// to the output dtype T. With sequential sums over n elements (the worst case; SIMD kernels with
+// several accumulators do better):
+//   mean:  |d mean| <= (n-1) u mean|x|                              (recursive summation)
+//   var:   |d var|/var <= v, the algorithm's bound (variance_error_bound: two-pass n u +
+//          n^2 kappa^2 u^2, Welford n kappa u, textbook n kappa^2 u; RMSNorm's mean of squares
+//          of positive terms: n u), plus 2u for the division; so |d rstd|/rstd <= v/2 + 3u
+//   apply: three roundings of (x-mean)*rstd*gamma + beta: 3u |z gamma| + u |beta|
+// With z_i = (x_i - mean) * rstd and a = mean|x| / sigma (0 for RMSNorm, whose mean is 0):
+//   e_i = (n+1) u a |gamma_i| + (v/2 + 6u) |z_i gamma_i| + u |beta_i|
+// and the final rounding to T adds half an ulp of T at |ref_i| + e_i. The test allows 2 e_i
+// for second-order terms. kappa and a are those of the row, from the reference.
+struct RowBound {
+  long double u;       // unit roundoff of the accumulator
+  long double n;       // elements per row
+  long double a;       // mean|x| / sigma
+  long double v;       // relative bound on the variance
+};
+
+inline long double element_bound(DType t, const RowBound& rb, long double ref, long double z_gamma,
+                                 long double gamma, long double beta) {
+  const long double e = 2.0L * ((rb.n + 1) * rb.u * rb.a * std::fabs(gamma) +
+                                (rb.v / 2 + 6 * rb.u) * std::fabs(z_gamma) + rb.u * std::fabs(beta));
+  return 0.5L * ulp_of(t, std::fabs(ref) + e) + e;
+}
+
+// Restores Highway's normal target selection when a test that forced one ends.
+struct ForcedTarget {
+  explicit ForcedTarget(std::int64_t target) {
+    if (target != 0) hwy::SetSupportedTargetsForTest(target);
+  }
+  ~ForcedTarget() { hwy::SetSupportedTargetsForTest(0); }
+  ForcedTarget(const ForcedTarget&) = delete;
+  ForcedTarget& operator=(const ForcedTarget&) = delete;
+};
+
+// Targets a SIMD family runs on in these tests: every compiled target this CPU supports.
+inline std::vector<std::int64_t> simd_targets() { return hwy::SupportedAndGeneratedTargets(); }
+
+inline bool is_simd(const Implementation& impl) { return impl.target() != "scalar"; }
+
+inline std::string sanitize(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+}  // namespace normbench::testing
