@@ -104,7 +104,8 @@ TEST_P(KernelMatrix, MatchesReferenceOnShapeGridUnalignedAndInPlace) {
 
       Buffer y(static_cast<std::size_t>(rows * cols), dtype_size(c.dtype));
       std::vector<float> mean(rows + 1), rstd(rows + 1);  // +1: not 64-byte aligned
-      forward(*c.impl, p, in.buffers(y.data(), mean.data() + 1, rstd.data() + 1));
+      const RunConfig cfg{c.impl->uses_threads ? 3 : 1};  // an uneven split for threaded kernels
+      forward(*c.impl, p, in.buffers(y.data(), mean.data() + 1, rstd.data() + 1), cfg);
       if (check_against_reference(*c.impl, in, y.data(), mean.data() + 1, rstd.data() + 1, ref) > 0) return;
 
       // In place: same bits as out of place.
@@ -112,7 +113,7 @@ TEST_P(KernelMatrix, MatchesReferenceOnShapeGridUnalignedAndInPlace) {
       std::memcpy(inplace.data(), in.x.data(), in.x.size_bytes());
       Buffers b = in.buffers(inplace.data());
       b.x = inplace.data();
-      forward(*c.impl, p, b);
+      forward(*c.impl, p, b, cfg);
       ASSERT_EQ(0, std::memcmp(inplace.data(), y.data(), y.size_bytes())) << "in-place result differs";
     }
   }
