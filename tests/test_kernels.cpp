@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "peers.hpp"
 #include "test_support.hpp"
 
 namespace normbench::testing {
@@ -19,6 +20,7 @@ struct KernelCase {
 
 std::vector<KernelCase> all_cases() {
   std::vector<KernelCase> cases;
+  peers::register_all();  // peers (oneDNN) are held to the same standard
   for (const Implementation& impl : registry())
     for (Norm n : impl.norms)
       for (DType t : impl.dtypes) {
@@ -53,7 +55,7 @@ int check_against_reference(const Implementation& impl, const Inputs& in, const 
                             const float* rstd, const ReferenceResult& ref) {
   const Problem& p = in.problem;
   const DType pt = param_dtype(p.dtype);
-  const long double u = unit_roundoff(p.dtype == DType::kF64 ? DType::kF64 : DType::kF32);
+  const long double u = accumulator_unit_roundoff(impl, p.dtype);
   int failures = 0;
   for (std::int64_t r = 0; r < p.rows; ++r) {
     long double mean_abs = 0;

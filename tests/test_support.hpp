@@ -112,7 +112,7 @@ struct ForcedTarget {
 // Targets a SIMD family runs on in these tests: every compiled target this CPU supports.
 inline std::vector<std::int64_t> simd_targets() { return hwy::SupportedAndGeneratedTargets(); }
 
-inline bool is_simd(const Implementation& impl) { return impl.target() != "scalar"; }
+inline bool is_simd(const Implementation& impl) { return impl.highway_dispatch; }
 
 inline std::string sanitize(std::string s) {
   for (char& c : s)

@@ -46,6 +46,10 @@ double variance_error_bound(VarianceAlgorithm a, double n, double kappa, double 
   throw Error(fmt::format("invalid variance algorithm {}", static_cast<int>(a)));
 }
 
+double accumulator_unit_roundoff(const Implementation& impl, DType t) {
+  return unit_roundoff(t == DType::kF64 || impl.accumulates_in_f64 ? DType::kF64 : DType::kF32);
+}
+
 bool Implementation::supports(Norm n, DType t) const {
   return std::find(norms.begin(), norms.end(), n) != norms.end() &&
          std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end();
@@ -55,23 +59,42 @@ namespace {
 
 std::string scalar_target() { return "scalar"; }
 
-const std::vector<Implementation>& build_registry() {
-  static const std::vector<Implementation> impls = [] {
+std::vector<Implementation>& mutable_registry() {
+  static std::vector<Implementation> impls = [] {
     const std::vector<Norm> norms(std::begin(kAllNorms), std::end(kAllNorms));
     const std::vector<DType> dtypes(std::begin(kAllDTypes), std::end(kAllDTypes));
     const std::string_view acc = "f32 (f64 for f64)";
     return std::vector<Implementation>{
-        {"naive", "naive", "scalar two-pass: mean, then sum of squared deviations, then apply",
-         norms, dtypes, acc, VarianceAlgorithm::kTwoPass, true, false, scalar_target, detail::naive_forward},
-        {"welford", "welford", "scalar one-pass Welford/West update of (count, mean, M2)", norms,
-         dtypes, acc, VarianceAlgorithm::kWelford, true, false, scalar_target, detail::welford_forward},
-        {"fused", "fused", "scalar single pass of sum x and sum x^2, var = E[x^2] - E[x]^2", norms,
-         dtypes, acc, VarianceAlgorithm::kTextbook, true, false, scalar_target, detail::fused_forward},
-        {"highway", "highway",
-         "Highway SIMD, dynamic dispatch; corrected two-pass (sum, then centred sums)", norms,
-         dtypes, acc, VarianceAlgorithm::kTwoPass, true, false, detail::highway_target, detail::highway_forward},
-        {"threaded", "threaded", "rows split over OpenMP threads, each running the highway kernel",
-         norms, dtypes, acc, VarianceAlgorithm::kTwoPass, true, true, detail::highway_target, detail::threaded_forward},
+        {.name = "naive", .family = "naive",
+         .description = "scalar two-pass: mean, then sum of squared deviations, then apply",
+         .norms = norms, .dtypes = dtypes, .accumulator = acc,
+         .variance_algorithm = VarianceAlgorithm::kTwoPass,
+         .target = scalar_target, .kernel = detail::naive_forward},
+        {.name = "welford", .family = "welford",
+         .description = "scalar one-pass Welford/West update of (count, mean, M2)",
+         .norms = norms, .dtypes = dtypes, .accumulator = acc,
+         .variance_algorithm = VarianceAlgorithm::kWelford,
+         .target = scalar_target, .kernel = detail::welford_forward},
+        {.name = "fused", .family = "fused",
+         .description = "scalar single pass of sum x and sum x^2, var = E[x^2] - E[x]^2",
+         .norms = norms, .dtypes = dtypes, .accumulator = acc,
+         .variance_algorithm = VarianceAlgorithm::kTextbook,
+         .target = scalar_target, .kernel = detail::fused_forward},
+        {.name = "highway", .family = "highway",
+         .description = "Highway SIMD, dynamic dispatch; corrected two-pass (shifted sum, then centred sums)",
+         .norms = norms, .dtypes = dtypes, .accumulator = acc,
+         .variance_algorithm = VarianceAlgorithm::kTwoPass, .highway_dispatch = true,
+         .target = detail::highway_target, .kernel = detail::highway_forward},
+        {.name = "highway-f64", .family = "highway",
+         .description = "accuracy-first Highway: statistics, centring and apply in f64 for every dtype, one rounding",
+         .norms = norms, .dtypes = dtypes, .accumulator = "f64",
+         .variance_algorithm = VarianceAlgorithm::kTwoPass, .highway_dispatch = true, .accumulates_in_f64 = true,
+         .target = detail::highway_target, .kernel = detail::highway_f64_forward},
+        {.name = "threaded", .family = "threaded",
+         .description = "rows split over OpenMP threads, each running the highway kernel",
+         .norms = norms, .dtypes = dtypes, .accumulator = acc,
+         .variance_algorithm = VarianceAlgorithm::kTwoPass, .uses_threads = true, .highway_dispatch = true,
+         .target = detail::highway_target, .kernel = detail::threaded_forward},
     };
   }();
   return impls;
@@ -89,7 +112,15 @@ bool ranges_overlap(const void* a, const void* b, std::size_t bytes) {
 
 }  // namespace
 
-std::span<const Implementation> registry() { return build_registry(); }
+std::span<const Implementation> registry() { return mutable_registry(); }
+
+void register_implementation(Implementation impl) {
+  if (impl.kernel == nullptr || impl.target == nullptr)
+    throw Error(fmt::format("implementation '{}' needs a kernel and a target function", impl.name));
+  for (const Implementation& existing : mutable_registry())
+    if (existing.name == impl.name) throw Error(fmt::format("implementation '{}' is already registered", impl.name));
+  mutable_registry().push_back(std::move(impl));
+}
 
 const Implementation& find_implementation(std::string_view name) {
   std::string known;

@@ -17,6 +17,7 @@ void fused_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 // forced with hwy::SetSupportedTargetsForTest).
 void highway_rows(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end);
 void highway_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
+void highway_f64_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 std::string highway_target();
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);

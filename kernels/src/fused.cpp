@@ -21,7 +21,8 @@ struct SumAndSumOfSquares {
       sumsq += v * v;
     }
     const A mean = sum / static_cast<A>(n);
-    return {mean, std::max(A(0), sumsq / static_cast<A>(n) - mean * mean)};
+    const A var = sumsq / static_cast<A>(n) - mean * mean;
+    return {mean, var < 0 ? A(0) : var};  // clamps a negative variance; NaN (overflow) stays NaN
   }
   template <class T>
   static RowStats<Acc<T>> rmsnorm(const T* x, std::int64_t n) {

@@ -6,6 +6,7 @@
 //           mean = mean0 + c/n,  var = (S - c^2/n) / n
 // The shift makes constant rows exact (mean = x0, var = 0, so y = beta); the correction term
 // removes the first-order error of mean0. Sums use several independent vector accumulators.
+// `highway-f64` runs the same algorithm with f64 lanes for every dtype (as gemma.cpp does).
 // bf16/f16 are widened to f32 in registers and rounded back to nearest-even by our own integer
 // code (Highway 1.0.3's bf16 demotion truncates; its non-F16C f16 paths truncate and break
 // Inf/NaN), with hardware F16C used on AVX2 and AVX-512 targets.
@@ -38,14 +39,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr std::size_t kMaxVectorBytes = 64;
 
-// ---- loads: storage T -> compute vector (exact) ----
+// ---- loads: storage T -> compute vector C (exact), C = f32 or f64 ----
 template <class D>
-HWY_INLINE hn::Vec<D> LoadRow(D d, const hn::TFromD<D>* HWY_RESTRICT p) {
-  return hn::LoadU(d, p);
-}
-
-template <class D>
-HWY_INLINE hn::Vec<D> LoadRow(D df, const bf16* HWY_RESTRICT p) {
+HWY_INLINE hn::Vec<D> WidenBf16(D df, const bf16* HWY_RESTRICT p) {
   const hn::Rebind<std::uint16_t, D> du16;
   const hn::RebindToUnsigned<D> du32;
   const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p)));
@@ -53,7 +49,7 @@ HWY_INLINE hn::Vec<D> LoadRow(D df, const bf16* HWY_RESTRICT p) {
 }
 
 template <class D>
-HWY_INLINE hn::Vec<D> LoadRow(D df, const f16* HWY_RESTRICT p) {
+HWY_INLINE hn::Vec<D> WidenF16(D df, const f16* HWY_RESTRICT p) {
 #if NORMBENCH_HW_F16
   const hn::Rebind<hwy::float16_t, D> df16;
   return hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
@@ -76,6 +72,22 @@ HWY_INLINE hn::Vec<D> LoadRow(D df, const f16* HWY_RESTRICT p) {
 #endif
 }
 
+template <class D, class T>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const T* HWY_RESTRICT p) {
+  using C = hn::TFromD<D>;
+  if constexpr (std::is_same_v<T, C>) {
+    return hn::LoadU(d, p);
+  } else if constexpr (std::is_same_v<C, double>) {  // f32/bf16/f16 into f64 lanes
+    const hn::Rebind<float, D> df;
+    return hn::PromoteTo(d, LoadRow(df, p));
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    return WidenBf16(d, p);
+  } else {
+    static_assert(std::is_same_v<T, f16>);
+    return WidenF16(d, p);
+  }
+}
+
 // Loads count (< Lanes) elements; the remaining lanes are zero.
 template <class D, class T>
 HWY_INLINE hn::Vec<D> LoadPartial(D d, const T* HWY_RESTRICT p, std::size_t count) {
@@ -84,14 +96,9 @@ HWY_INLINE hn::Vec<D> LoadPartial(D d, const T* HWY_RESTRICT p, std::size_t coun
   return LoadRow(d, buf);
 }
 
-// ---- stores: compute vector -> storage T, rounded to nearest even ----
+// ---- stores: compute vector -> storage T, one rounding to nearest even ----
 template <class D>
-HWY_INLINE void StoreRow(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p) {
-  hn::StoreU(v, d, p);
-}
-
-template <class D>
-HWY_INLINE void StoreRow(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
+HWY_INLINE void NarrowToBf16(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
   const hn::RebindToUnsigned<D> du32;
   const hn::RebindToSigned<D> di32;
   const hn::Rebind<std::uint16_t, D> du16;
@@ -105,7 +112,7 @@ HWY_INLINE void StoreRow(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
 }
 
 template <class D>
-HWY_INLINE void StoreRow(D df, hn::Vec<D> v, f16* HWY_RESTRICT p) {
+HWY_INLINE void NarrowToF16(D df, hn::Vec<D> v, f16* HWY_RESTRICT p) {
 #if NORMBENCH_HW_F16
   const hn::Rebind<hwy::float16_t, D> df16;  // vcvtps2ph with MXCSR rounding: nearest even
   hn::StoreU(hn::DemoteTo(df16, v), df16, reinterpret_cast<hwy::float16_t*>(p));
@@ -134,6 +141,28 @@ HWY_INLINE void StoreRow(D df, hn::Vec<D> v, f16* HWY_RESTRICT p) {
   o = hn::Or(o, hn::ShiftRight<16>(sign));
   hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, o)), du16, reinterpret_cast<std::uint16_t*>(p));
 #endif
+}
+
+template <class D, class T>
+HWY_INLINE void StoreRow(D d, hn::Vec<D> v, T* HWY_RESTRICT p) {
+  using C = hn::TFromD<D>;
+  if constexpr (std::is_same_v<T, C>) {
+    hn::StoreU(v, d, p);
+  } else if constexpr (std::is_same_v<C, double> && std::is_same_v<T, float>) {
+    const hn::Rebind<float, D> df;  // cvtpd2ps: one rounding to nearest even
+    hn::StoreU(hn::DemoteTo(df, v), df, p);
+  } else if constexpr (std::is_same_v<C, double>) {
+    // f64 -> bf16/f16 in one rounding (round-to-odd to f32, then nearest even): scalar, since
+    // going through an f32 vector would round twice.
+    alignas(kMaxVectorBytes) double buf[kMaxVectorBytes / sizeof(double)];
+    hn::StoreU(v, d, buf);
+    for (std::size_t i = 0; i < hn::Lanes(d); ++i) p[i] = from_f64<T>(buf[i]);
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    NarrowToBf16(d, v, p);
+  } else {
+    static_assert(std::is_same_v<T, f16>);
+    NarrowToF16(d, v, p);
+  }
 }
 
 template <class D, class T>
@@ -219,10 +248,9 @@ HWY_INLINE hn::TFromD<D> SumOfSquares(D d, const T* HWY_RESTRICT x, std::size_t 
 }
 
 // y = (x - mean) * rstd [* gamma] [+ beta]; reads each x vector before writing y (in place ok).
-template <class D, class T>
+template <class D, class T, class P>
 HWY_INLINE void Apply(D d, const T* x, T* y, std::size_t n, hn::TFromD<D> mean,
-                      hn::TFromD<D> rstd, const hn::TFromD<D>* HWY_RESTRICT gamma,
-                      const hn::TFromD<D>* HWY_RESTRICT beta) {
+                      hn::TFromD<D> rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta) {
   const std::size_t N = hn::Lanes(d);
   const auto m = hn::Set(d, mean), r = hn::Set(d, rstd);
   const auto one_vector = [&](hn::Vec<D> xv, hn::Vec<D> g, hn::Vec<D> b) {
@@ -233,8 +261,8 @@ HWY_INLINE void Apply(D d, const T* x, T* y, std::size_t n, hn::TFromD<D> mean,
   };
   std::size_t i = 0;
   for (; i + N <= n; i += N) {
-    const auto g = gamma ? hn::LoadU(d, gamma + i) : hn::Zero(d);
-    const auto b = beta ? hn::LoadU(d, beta + i) : hn::Zero(d);
+    const auto g = gamma ? LoadRow(d, gamma + i) : hn::Zero(d);
+    const auto b = beta ? LoadRow(d, beta + i) : hn::Zero(d);
     StoreRow(d, one_vector(LoadRow(d, x + i), g, b), y + i);
   }
   if (i < n) {
@@ -245,27 +273,29 @@ HWY_INLINE void Apply(D d, const T* x, T* y, std::size_t n, hn::TFromD<D> mean,
   }
 }
 
-template <class T>
+// T: storage type; C: compute type (f32, or f64 for f64 data and for the accuracy-first variant).
+template <class T, class C>
 void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
-  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  using P = std::conditional_t<std::is_same_v<T, double>, double, float>;  // gamma/beta
   const hn::ScalableTag<C> d;
   HWY_DASSERT(hn::Lanes(d) * sizeof(C) <= kMaxVectorBytes);
   const std::size_t n = static_cast<std::size_t>(p.cols);
   const C inv_n = C(1) / static_cast<C>(n);
-  const auto* gamma = static_cast<const C*>(b.gamma);
-  const auto* beta = static_cast<const C*>(b.beta);
+  const auto* gamma = static_cast<const P*>(b.gamma);
+  const auto* beta = static_cast<const P*>(b.beta);
   const C eps = static_cast<C>(p.eps);
   for (std::int64_t r = row_begin; r < row_end; ++r) {
     const T* x = static_cast<const T*>(b.x) + r * p.cols;
     T* y = static_cast<T*>(b.y) + r * p.cols;
     C mean = 0, var;
     if (p.norm == Norm::kLayerNorm) {
-      const C shift = widen(x[0]);
+      const C shift = static_cast<C>(widen(x[0]));
       const C mean0 = shift + ShiftedSum(d, x, n, shift) * inv_n;
       C c, s;
       CentredSums(d, x, n, mean0, c, s);
       mean = mean0 + c * inv_n;
-      var = std::max(C(0), (s - c * c * inv_n) * inv_n);
+      const C v = (s - c * c * inv_n) * inv_n;
+      var = v < 0 ? C(0) : v;  // clamps rounding below zero; NaN from an overflowed sum stays NaN
     } else {
       var = SumOfSquares(d, x, n) * inv_n;
     }
@@ -278,10 +308,20 @@ void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin
 
 void ForwardRows(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
   switch (p.dtype) {
-    case DType::kF32: return ForwardRowsTyped<float>(p, b, row_begin, row_end);
-    case DType::kF64: return ForwardRowsTyped<double>(p, b, row_begin, row_end);
-    case DType::kBF16: return ForwardRowsTyped<bf16>(p, b, row_begin, row_end);
-    case DType::kF16: return ForwardRowsTyped<f16>(p, b, row_begin, row_end);
+    case DType::kF32: return ForwardRowsTyped<float, float>(p, b, row_begin, row_end);
+    case DType::kF64: return ForwardRowsTyped<double, double>(p, b, row_begin, row_end);
+    case DType::kBF16: return ForwardRowsTyped<bf16, float>(p, b, row_begin, row_end);
+    case DType::kF16: return ForwardRowsTyped<f16, float>(p, b, row_begin, row_end);
+  }
+}
+
+// Accuracy-first: statistics, centring and apply in f64 for every dtype, one rounding on output.
+void ForwardRowsF64(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
+  switch (p.dtype) {
+    case DType::kF32: return ForwardRowsTyped<float, double>(p, b, row_begin, row_end);
+    case DType::kF64: return ForwardRowsTyped<double, double>(p, b, row_begin, row_end);
+    case DType::kBF16: return ForwardRowsTyped<bf16, double>(p, b, row_begin, row_end);
+    case DType::kF16: return ForwardRowsTyped<f16, double>(p, b, row_begin, row_end);
   }
 }
 
@@ -322,6 +362,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace normbench {
 HWY_EXPORT(ForwardRows);
+HWY_EXPORT(ForwardRowsF64);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(Convert);
 
@@ -347,6 +388,9 @@ void highway_rows(const Problem& p, const Buffers& b, std::int64_t row_begin, st
 }
 void highway_forward(const Problem& p, const Buffers& b, const RunConfig&) {
   highway_rows(p, b, 0, p.rows);
+}
+void highway_f64_forward(const Problem& p, const Buffers& b, const RunConfig&) {
+  HWY_DYNAMIC_DISPATCH(ForwardRowsF64)(p, b, 0, p.rows);
 }
 std::string highway_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 }  // namespace detail

@@ -94,6 +94,17 @@ inline double widen(double v) { return v; }
 inline float widen(bf16 v) { return to_f32(v); }
 inline float widen(f16 v) { return to_f32(v); }
 
+// Narrowing f64 -> f32 with round-to-odd: truncate toward zero, then set the lowest bit if
+// anything was lost. Rounding that result to nearest even in a format with at least two fewer
+// significand bits (bf16: 8, f16: 11, vs 24) equals one correct rounding of the f64 value.
+inline float f32_round_to_odd(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) == d || d != d) return f;
+  if ((f < 0 ? -static_cast<double>(f) : static_cast<double>(f)) > (d < 0 ? -d : d))
+    f = f32_from_bits(f32_bits(f) - 1u);  // one step toward zero (sign-magnitude)
+  return f32_from_bits(f32_bits(f) | 1u);
+}
+
 // Rounding from f32 to a storage type, to nearest even.
 template <class T>
 T from_f32(float v);
@@ -103,6 +114,18 @@ template <>
 inline bf16 from_f32<bf16>(float v) { return bf16_from_f32(v); }
 template <>
 inline f16 from_f32<f16>(float v) { return f16_from_f32(v); }
+
+// Rounding from f64 to a storage type: one correct rounding to nearest even.
+template <class T>
+T from_f64(double v);
+template <>
+inline float from_f64<float>(double v) { return static_cast<float>(v); }
+template <>
+inline double from_f64<double>(double v) { return v; }
+template <>
+inline bf16 from_f64<bf16>(double v) { return bf16_from_f32(f32_round_to_odd(v)); }
+template <>
+inline f16 from_f64<f16>(double v) { return f16_from_f32(f32_round_to_odd(v)); }
 
 // Reads element i of a buffer of dtype t, exactly, as long double.
 long double load_as_long_double(DType t, const void* buf, std::size_t i);

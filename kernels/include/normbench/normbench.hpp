@@ -82,14 +82,23 @@ struct Implementation {
   VarianceAlgorithm variance_algorithm = VarianceAlgorithm::kTwoPass;
   bool deterministic_across_threads = true;
   bool uses_threads = false;
-  std::string (*target)();  // SIMD target that runs on this machine ("scalar" for scalar code)
-  ForwardFn kernel;         // unchecked; call normbench::forward instead
+  bool highway_dispatch = false;  // dispatches through Highway: tests run it on every target
+  bool accumulates_in_f64 = false;  // f64 statistics for every dtype (else f32, f64 only for f64)
+  std::string (*target)() = nullptr;  // SIMD target that runs here ("scalar" for scalar code)
+  ForwardFn kernel = nullptr;         // unchecked; call normbench::forward instead
 
   bool supports(Norm n, DType t) const;
 };
 
-// All registered implementations, in a stable order.
+// Unit roundoff of the arithmetic `impl` uses for data of dtype t (2^-24 or 2^-53).
+double accumulator_unit_roundoff(const Implementation& impl, DType t);
+
+// All registered implementations, in a stable order: the built-in families, then any added
+// with register_implementation (peer backends such as oneDNN).
 std::span<const Implementation> registry();
+// Adds an implementation; call at start-up, before iterating registry() (spans taken earlier
+// are invalidated). Throws Error if the name is taken or the kernel is missing.
+void register_implementation(Implementation impl);
 // Throws Error listing the known names when `name` is unknown.
 const Implementation& find_implementation(std::string_view name);
 

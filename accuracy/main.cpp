@@ -1,0 +1,312 @@
+// normbench-accuracy: every registered implementation against the long-double reference, over
+// seeded input distributions (a condition-number sweep among them) or the user's own tensors.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "distributions.hpp"
+#include "metrics.hpp"
+#include "normbench/listing.hpp"
+#include "normbench/normbench.hpp"
+#include "normbench/reference.hpp"
+#include "normbench/report.hpp"
+#include "npy.hpp"
+#include "peers.hpp"
+
+namespace normbench::accuracy {
+namespace {
+namespace fs = std::filesystem;
+
+struct Shape {
+  std::int64_t rows, cols;
+};
+
+Shape parse_shape(const std::string& s) {
+  const auto x = s.find('x');
+  std::int64_t r = 0, c = 0;
+  std::size_t used_r = 0, used_c = 0;
+  try {
+    if (x == std::string::npos) throw std::invalid_argument("x");
+    r = std::stoll(s.substr(0, x), &used_r);
+    c = std::stoll(s.substr(x + 1), &used_c);
+  } catch (const std::exception&) {
+    throw Error(fmt::format("malformed shape '{}' (expected ROWSxCOLS, e.g. 8x4096)", s));
+  }
+  if (used_r != x || used_c != s.size() - x - 1 || r < 1 || c < 1 || r > (1 << 20) || c > (1 << 26))
+    throw Error(fmt::format("malformed shape '{}' (rows in [1, 2^20], cols in [1, 2^26])", s));
+  return {r, c};
+}
+
+// Default shapes: cols 7, 768, 4096, 65537 with a few rows each.
+std::vector<Shape> default_shapes() { return {{16, 7}, {8, 768}, {4, 4096}, {4, 65537}}; }
+
+std::vector<std::string> split(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ','))
+      if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+// Realistic learned parameters: gamma ~ 1 + 0.1 N(0,1), beta ~ 0.1 N(0,1); seeded by cols.
+void fill_params(DType pt, std::int64_t cols, std::uint64_t seed, void* gamma, void* beta) {
+  std::mt19937_64 rng(seed * 7919 + static_cast<std::uint64_t>(cols));
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (std::int64_t i = 0; i < cols; ++i) {
+    store_rounded(pt, gamma, static_cast<std::size_t>(i), 1 + 0.1 * normal(rng));
+    store_rounded(pt, beta, static_cast<std::size_t>(i), 0.1 * normal(rng));
+  }
+}
+
+std::string g(double v) { return report::num(v); }
+
+struct Options {
+  std::vector<std::string> norms, impls, dtypes, dists, shapes;
+  std::string report_path, input, input_dtype, dump_dir;
+  std::vector<double> eps;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  bool list = false;
+};
+
+int run(int argc, char** argv) {
+  peers::register_all();
+  Options o;
+  CLI::App app{"normbench-accuracy: error of every registered implementation against a long-double reference,\n"
+               "over seeded input distributions or your own .npy tensors. Writes a CSV (see reports/README.md)."};
+  app.add_option("--norm", o.norms, "Norms (layernorm, rmsnorm; comma list; default all)");
+  app.add_option("--impl", o.impls, "Implementations (comma list; default all; see --list)");
+  app.add_option("--dtype", o.dtypes, "dtypes (f32, f64, bf16, f16; comma list; default all)");
+  app.add_option("--dist", o.dists,
+                 "Distributions: normal, uniform, offset (kappa 1..1e8), outliers, heavy, constant, range, special "
+                 "(comma list; default all)");
+  app.add_option("--shape", o.shapes, "Shapes RxC (repeatable; default 16x7, 8x768, 4x4096, 4x65537)");
+  app.add_option("--eps", o.eps, "eps (default 1e-5 for LayerNorm, 1e-6 for RMSNorm)")->expected(1);
+  app.add_option("--seed", o.seed, "Seed of the generated inputs")->capture_default_str();
+  app.add_option("--threads", o.threads, "Threads for threaded implementations (default: all cores)");
+  app.add_option("--input", o.input, "A .npy tensor (C order; float32/float64/float16, or uint16 with --input-dtype bf16), "
+                                     "normalized over its last axis instead of the generated distributions");
+  app.add_option("--input-dtype", o.input_dtype, "Set to bf16 when --input holds bfloat16 bits as uint16");
+  app.add_option("--dump", o.dump_dir, "Write every output and the reference as .npy into this directory");
+  app.add_option("--report", o.report_path, "CSV path (default reports/out/accuracy-<host>-<UTC time>.csv)");
+  app.add_flag("--list", o.list, "Print the implementation registry as CSV and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "normbench-accuracy: " << e.what() << " (try --help)\n";
+    return 2;
+  }
+  if (o.list) {
+    std::cout << listing_csv();
+    for (const std::string& s : peers::status()) std::cout << "# " << s << "\n";
+    return 0;
+  }
+
+  std::vector<Norm> norms;
+  std::vector<const Implementation*> impls;
+  std::vector<DType> dtypes;
+  std::vector<DistCase> dists;
+  std::vector<Shape> shapes;
+  NpyArray user;
+  report::MachineInfo machine;
+  std::string report_path;
+  const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  try {
+    for (const auto& n : split(o.norms)) norms.push_back(parse_norm(n));
+    if (norms.empty()) norms.assign(std::begin(kAllNorms), std::end(kAllNorms));
+    for (const auto& i : split(o.impls)) impls.push_back(&find_implementation(i));
+    if (impls.empty())
+      for (const Implementation& impl : registry()) impls.push_back(&impl);
+    if (!o.eps.empty() && (!(o.eps[0] >= 0) || !std::isfinite(o.eps[0])))
+      throw Error(fmt::format("--eps must be a finite number >= 0 (got {})", o.eps[0]));
+    if (threads > kMaxThreads) throw Error(fmt::format("--threads must be in [1, {}]", kMaxThreads));
+    if (!o.input_dtype.empty() && o.input_dtype != "bf16")
+      throw Error(fmt::format("--input-dtype: only bf16 is meaningful (got '{}')", o.input_dtype));
+    if (!o.input.empty()) {
+      if (!o.dists.empty() || !o.shapes.empty() || !o.dtypes.empty())
+        throw Error("--input replaces --dist, --shape and --dtype (the file decides them)");
+      user = read_npy(o.input, o.input_dtype == "bf16");
+      dtypes = {user.dtype};
+      dists = {DistCase{fs::path(o.input).stem().string(), std::numeric_limits<double>::quiet_NaN()}};
+      shapes = {{user.rows, user.cols}};
+    } else {
+      for (const auto& d : split(o.dtypes)) dtypes.push_back(parse_dtype(d));
+      if (dtypes.empty()) dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
+      std::vector<std::string> names = split(o.dists);
+      if (names.empty()) names.assign(std::begin(kDistributions), std::end(kDistributions));
+      dists = expand(names);
+      for (const auto& s : split(o.shapes)) shapes.push_back(parse_shape(s));
+      if (shapes.empty()) shapes = default_shapes();
+    }
+    if (!o.dump_dir.empty()) {
+      fs::create_directories(o.dump_dir);
+      report::check_writable((fs::path(o.dump_dir) / "probe").string());
+    }
+    machine = report::collect_machine_info();
+    report_path = o.report_path.empty() ? report::default_report_path("accuracy", machine) : o.report_path;
+    report::check_writable(report_path);
+  } catch (const Error& e) {
+    std::cerr << "normbench-accuracy: " << e.what() << "\n";
+    return 2;
+  } catch (const fs::filesystem_error& e) {
+    std::cerr << "normbench-accuracy: " << e.what() << "\n";
+    return 2;
+  }
+
+  std::vector<std::string> columns = {
+      "schema_version", "norm", "implementation", "family", "kernel_target", "dtype", "distribution", "kappa_target",
+      "rows", "cols", "eps", "seed", "threads", "variance_algorithm", "accumulator", "normwise_ulp_max", "ulp_max",
+      "ulp_mean", "rel_err_max", "abs_err_max", "frac_correctly_rounded", "mean_rel_err_max", "rstd_rel_err_max",
+      "var_rel_err_max", "nmse", "nonfinite_mismatches", "kappa_max", "bound", "within_bound"};
+  for (std::string& c : report::machine_columns()) columns.push_back(std::move(c));
+  report::CsvTable table(columns);
+  const auto machine_values = report::machine_values(machine);
+
+  // Summary: normwise / max ULP per (norm, dtype, impl) at offset kappa 1, 1e4, 1e8.
+  struct Cell {
+    double normwise = 0, ulp = 0;
+    bool seen = false;
+  };
+  std::map<std::tuple<int, int, std::string, double>, Cell> summary;
+  std::vector<std::string> exceeded;
+
+  std::size_t groups = 0, group = 0;
+  for (Norm n : norms)
+    for (DType t : dtypes) (void)n, (void)t, groups += dists.size() * shapes.size();
+  const auto start = std::chrono::steady_clock::now();
+  for (Norm n : norms)
+    for (DType t : dtypes)
+      for (const DistCase& dc : dists)
+        for (const Shape& s : shapes) {
+          ++group;
+          std::vector<const Implementation*> todo;
+          for (const Implementation* impl : impls)
+            if (impl->supports(n, t)) todo.push_back(impl);
+          if (todo.empty()) continue;
+          const double eps = o.eps.empty() ? default_eps(n) : o.eps[0];
+          const Problem p{n, t, s.rows, s.cols, eps};
+          const std::size_t count = static_cast<std::size_t>(s.rows * s.cols);
+          std::vector<unsigned char> x(count * dtype_size(t));
+          if (!o.input.empty()) {
+            x = user.data;
+          } else {
+            const std::vector<double> values = generate(dc, t, s.rows, s.cols, o.seed);
+            for (std::size_t i = 0; i < count; ++i) store_rounded(t, x.data(), i, values[i]);
+          }
+          const DType pt = param_dtype(t);
+          std::vector<unsigned char> gamma(s.cols * dtype_size(pt)), beta(s.cols * dtype_size(pt));
+          fill_params(pt, s.cols, o.seed, gamma.data(), beta.data());
+          const Buffers in{x.data(), nullptr, gamma.data(), beta.data()};
+          const ReferenceResult ref = reference_forward(p, in);
+          const std::string shape_tag = fmt::format("{}x{}", s.rows, s.cols);
+          const std::string dist_tag = dc.label();
+          if (!o.dump_dir.empty()) {
+            std::vector<double> r(ref.y.begin(), ref.y.end());
+            write_npy_f64((fs::path(o.dump_dir) / fmt::format("{}-{}-{}-{}-reference.npy", dist_tag, norm_name(n),
+                                                               dtype_name(t), shape_tag)).string(),
+                          s.rows, s.cols, r);
+          }
+          for (const Implementation* impl : todo) {
+            std::vector<unsigned char> y(count * dtype_size(t));
+            std::vector<float> mean(s.rows), rstd(s.rows);
+            Buffers b = in;
+            b.y = y.data();
+            b.mean = mean.data();
+            b.rstd = rstd.data();
+            forward(*impl, p, b, RunConfig{threads});
+            const CaseMetrics m = measure(*impl, p, in, y.data(), mean.data(), rstd.data(), ref);
+            if (!o.dump_dir.empty())
+              write_npy((fs::path(o.dump_dir) / fmt::format("{}-{}-{}-{}-{}.npy", dist_tag, norm_name(n),
+                                                             dtype_name(t), shape_tag, impl->name)).string(),
+                        t, s.rows, s.cols, y.data());
+            std::vector<std::string> row = {
+                std::to_string(report::kAccuracySchemaVersion), std::string(norm_name(n)), std::string(impl->name),
+                std::string(impl->family), impl->target(), std::string(dtype_name(t)), dc.dist, g(dc.kappa_target),
+                std::to_string(s.rows), std::to_string(s.cols), g(eps), std::to_string(o.seed), std::to_string(threads),
+                std::string(variance_algorithm_name(impl->variance_algorithm)), std::string(impl->accumulator),
+                g(m.normwise_ulp_max), g(m.ulp_max), g(m.ulp_mean), g(m.rel_err_max), g(m.abs_err_max),
+                g(m.frac_correctly_rounded), g(m.mean_rel_err_max), g(m.rstd_rel_err_max), g(m.var_rel_err_max),
+                g(m.nmse), std::to_string(m.nonfinite_mismatches), g(m.kappa_max), g(m.bound),
+                m.within_bound ? "1" : "0"};
+            row.insert(row.end(), machine_values.begin(), machine_values.end());
+            table.add_row(std::move(row));
+            if (!m.within_bound)
+              exceeded.push_back(fmt::format("{} {} {} {} {}: variance error {:.3g} > bound {:.3g} (kappa up to {:.3g})",
+                                             impl->name, norm_name(n), dtype_name(t), dist_tag, shape_tag,
+                                             m.var_rel_err_max, 2 * m.bound, m.kappa_max));
+            if (dc.dist == "offset") {
+              Cell& c = summary[{static_cast<int>(n), static_cast<int>(t), std::string(impl->name), dc.kappa_target}];
+              c.normwise = std::max(c.normwise, m.normwise_ulp_max);
+              c.ulp = std::max(c.ulp, m.ulp_max);
+              c.seen = true;
+            }
+          }
+          const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          std::cerr << fmt::format("[accuracy] {}/{} {} {} {} {}, {:.0f}s elapsed, about {:.0f}s left\n", group, groups,
+                                   norm_name(n), dtype_name(t), dist_tag, shape_tag, elapsed,
+                                   elapsed / group * (groups - group));
+        }
+
+  // Console summary.
+  if (!summary.empty()) {
+    std::cout << "\nnormwise error / max elementwise error, in ulps of the output dtype, on offset rows "
+                 "(worst over shapes):\n";
+    std::cout << fmt::format("{:<10} {:<5} {:<12} {:>22} {:>22} {:>22}\n", "norm", "dtype", "impl", "kappa=1",
+                             "kappa=1e4", "kappa=1e8");
+    for (Norm n : norms)
+      for (DType t : dtypes)
+        for (const Implementation* impl : impls) {
+          std::string line = fmt::format("{:<10} {:<5} {:<12}", norm_name(n), dtype_name(t), impl->name);
+          bool any = false;
+          for (double k : {1.0, 1e4, 1e8}) {
+            const auto it = summary.find({static_cast<int>(n), static_cast<int>(t), std::string(impl->name), k});
+            if (it == summary.end()) {
+              line += fmt::format(" {:>22}", "-");
+              continue;
+            }
+            any = true;
+            line += fmt::format(" {:>22}", fmt::format("{:.3g} / {:.3g}", it->second.normwise, it->second.ulp));
+          }
+          if (any) std::cout << line << "\n";
+        }
+  }
+  if (!exceeded.empty()) {
+    std::cout << fmt::format("\n!!! {} case(s) EXCEED their algorithm's theoretical variance bound:\n", exceeded.size());
+    for (std::size_t i = 0; i < exceeded.size() && i < 40; ++i) std::cout << "!!!   " << exceeded[i] << "\n";
+    if (exceeded.size() > 40) std::cout << fmt::format("!!!   ... and {} more (see the CSV)\n", exceeded.size() - 40);
+  } else {
+    std::cout << "\nEvery case stayed within its algorithm's variance bound.\n";
+  }
+  try {
+    table.write_atomically(report_path);
+  } catch (const Error& e) {
+    std::cerr << "normbench-accuracy: " << e.what() << "\n";
+    return 1;
+  }
+  std::cout << fmt::format("\nwrote {} rows to {}\n", table.size(), report_path);
+  return 0;
+}
+
+}  // namespace
+}  // namespace normbench::accuracy
+
+int main(int argc, char** argv) {
+  try {
+    return normbench::accuracy::run(argc, argv);
+  } catch (const normbench::Error& e) {
+    std::cerr << "normbench-accuracy: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,34 @@
+// Error of one implementation's output against the long-double reference (conventions in
+// reports/README.md, "Accuracy report").
+#pragma once
+
+#include <cstdint>
+
+#include "normbench/normbench.hpp"
+#include "normbench/reference.hpp"
+
+namespace normbench::accuracy {
+
+struct CaseMetrics {
+  double normwise_ulp_max = 0;    // max over rows: max|y - ref| / ulp_T(max|ref|)
+  double ulp_max = 0;             // max over elements: |y - ref| / ulp_T(round_T(ref))
+  double ulp_mean = 0;
+  double rel_err_max = 0;         // max |y - ref| / |ref| over ref != 0
+  double abs_err_max = 0;
+  double frac_correctly_rounded = 0;  // y == round_T(ref)
+  double mean_rel_err_max = 0;    // LayerNorm: |mean - ref| / |ref mean| (absolute if ref mean = 0); NaN for RMSNorm
+  double rstd_rel_err_max = 0;
+  double var_rel_err_max = 0;     // from rstd: |(1/rstd^2 - eps) - var| / var, rows with var > 0
+  double nmse = 0;                // sum (y - ref)^2 / sum ref^2 (llama.cpp's test-backend-ops)
+  std::int64_t nonfinite_mismatches = 0;
+  double kappa_max = 0;           // largest condition number of a row (1 for RMSNorm)
+  double bound = 0;               // largest first-order relative bound on the variance over rows
+  bool within_bound = true;       // every row's var_rel_err <= 2 * bound + resolution floor
+  double worst_row_excess = 0;    // var_rel_err / (2 * bound + floor) of the worst row
+};
+
+// x, gamma, beta as handed to the kernel (in b); y/mean/rstd are the kernel's outputs.
+CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers& in, const void* y,
+                    const float* mean, const float* rstd, const ReferenceResult& ref);
+
+}  // namespace normbench::accuracy

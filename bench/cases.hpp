@@ -1,0 +1,28 @@
+// One benchmark case: what normbench registers with Google Benchmark and what a report row
+// describes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "normbench/normbench.hpp"
+#include "shapes.hpp"
+
+namespace normbench::bench {
+
+struct Case {
+  std::string name;                 // norm/impl/dtype/RxC/threads:T (parseable)
+  const Implementation* impl;       // nullptr for a ceiling case
+  Norm norm;                        // meaningless for a ceiling case
+  DType dtype;
+  Shape shape;
+  int threads;
+  bool cold_cache;
+  std::int64_t bytes_per_iter;      // read x + write y + gamma/beta once
+  std::int64_t working_set_bytes;   // x + y + gamma + beta, one copy
+  std::string ceiling_name;         // the ceiling case this one is compared with
+
+  bool is_ceiling() const { return impl == nullptr; }
+};
+
+}  // namespace normbench::bench

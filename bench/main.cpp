@@ -1,0 +1,354 @@
+// normbench: Google Benchmark harness over every registered implementation, with the
+// machine's bandwidth ceiling measured beside each case and a self-describing CSV report.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <regex>
+
+#include <CLI/CLI.hpp>
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "cases.hpp"
+#include "ceiling.hpp"
+#include "normbench/listing.hpp"
+#include "normbench/normbench.hpp"
+#include "normbench/report.hpp"
+#include "peers.hpp"
+#include "reporter.hpp"
+#include "shapes.hpp"
+
+namespace normbench::bench {
+namespace {
+
+// GCC's OpenMP workers spin after a parallel region; on a 2-core machine that spinning steals
+// the core a following single-threaded case runs on. libgomp reads OMP_WAIT_POLICY only at
+// start-up, so set it and re-execute ourselves once (the user's explicit setting wins).
+void ensure_passive_openmp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);  // on failure we simply continue with the default policy
+}
+
+std::int64_t llc_bytes() {
+  long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return v > 0 ? v : 32 << 20;
+}
+
+std::int64_t physical_memory_bytes() {
+  return static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+// Input data and outputs for one (dtype, shape); `copies` rotating copies of x and y when the
+// cold-cache option asks for a footprint larger than the last-level cache.
+struct Workspace {
+  DType dtype;
+  Shape shape;
+  int copies;
+  std::vector<std::unique_ptr<unsigned char[]>> x, y;
+  std::vector<unsigned char> gamma, beta;
+  std::vector<float> ceiling_src, ceiling_dst, ceiling_extra;
+};
+
+std::size_t count_of(const Shape& s) { return static_cast<std::size_t>(s.rows * s.cols); }
+
+// Keeps only the most recent workspace: cases of one shape run back to back.
+Workspace& workspace_for(DType t, Shape s, bool cold) {
+  static std::unique_ptr<Workspace> ws;
+  const std::int64_t bytes = 2 * static_cast<std::int64_t>(count_of(s) * dtype_size(t));
+  const int copies = cold ? static_cast<int>(std::clamp<std::int64_t>(2 * llc_bytes() / bytes + 1, 1, 4096)) : 1;
+  if (ws && ws->dtype == t && ws->shape == s && ws->copies == copies) return *ws;
+  ws.reset();
+  ws = std::make_unique<Workspace>(Workspace{t, s, copies, {}, {}, {}, {}, {}, {}, {}});
+  // A 64K-value tile of N(0.5, 1) data, rounded to the dtype, repeated: realistic values
+  // without spending seconds in the random generator for 512 MiB inputs.
+  const std::size_t n = count_of(s), esize = dtype_size(t), tile = std::min<std::size_t>(n, 65536);
+  std::vector<unsigned char> pattern(tile * esize);
+  std::mt19937_64 rng(42);
+  std::normal_distribution<double> normal(0.5, 1.0);
+  for (std::size_t i = 0; i < tile; ++i) store_rounded(t, pattern.data(), i, normal(rng));
+  for (int c = 0; c < copies; ++c) {
+    ws->x.emplace_back(new unsigned char[n * esize]);
+    ws->y.emplace_back(new unsigned char[n * esize]);
+    for (std::size_t i = 0; i < n; i += tile)
+      std::memcpy(ws->x.back().get() + i * esize, pattern.data(), std::min(tile, n - i) * esize);
+    std::memset(ws->y.back().get(), 0, n * esize);  // touch every page before timing
+  }
+  const std::size_t psize = dtype_size(param_dtype(t));
+  ws->gamma.resize(s.cols * psize);
+  ws->beta.resize(s.cols * psize);
+  for (std::int64_t i = 0; i < s.cols; ++i) {
+    store_rounded(param_dtype(t), ws->gamma.data(), i, 1.0 + 0.001 * (i % 7));
+    store_rounded(param_dtype(t), ws->beta.data(), i, 0.01 * (i % 5));
+  }
+  return *ws;
+}
+
+void run_norm_case(benchmark::State& state, const Case& c) {
+  Workspace& ws = workspace_for(c.dtype, c.shape, c.cold_cache);
+  const Problem p{c.norm, c.dtype, c.shape.rows, c.shape.cols, default_eps(c.norm)};
+  const RunConfig cfg{c.threads};
+  try {
+    validate(*c.impl, p, Buffers{ws.x[0].get(), ws.y[0].get(), ws.gamma.data(), ws.beta.data()}, cfg);
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  int k = 0;
+  const auto start = std::chrono::steady_clock::now();  // for the console's live fraction only
+  for (auto _ : state) {
+    c.impl->kernel(p, Buffers{ws.x[k].get(), ws.y[k].get(), ws.gamma.data(), ws.beta.data()}, cfg);
+    benchmark::ClobberMemory();
+    if (++k == ws.copies) k = 0;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);
+  state.SetItemsProcessed(state.iterations() * c.shape.rows * c.shape.cols);
+  const double ceiling = ceiling_bytes_per_second(c.ceiling_name);
+  if (ceiling > 0 && seconds > 0)  // the CSV recomputes it from medians
+    state.counters["frac_of_ceiling"] = static_cast<double>(state.iterations() * c.bytes_per_iter) / seconds / ceiling;
+}
+
+void run_ceiling_case(benchmark::State& state, const Case& c) {
+  Workspace& ws = workspace_for(c.dtype, c.shape, c.cold_cache);
+  // The ceiling moves the norm's bytes as f32: x and y of the same size, plus gamma/beta read once.
+  const std::size_t floats = count_of(c.shape) * dtype_size(c.dtype) / sizeof(float);
+  const std::size_t extra = 2 * ws.gamma.size() / sizeof(float);
+  if (ws.ceiling_extra.size() != extra) ws.ceiling_extra.assign(extra, 1.0f);
+  float sink = 0;
+  int k = 0;
+  for (auto _ : state) {
+    sink += stream_scale(reinterpret_cast<const float*>(ws.x[k].get()), reinterpret_cast<float*>(ws.y[k].get()),
+                         floats, ws.ceiling_extra.data(), extra, c.threads);
+    benchmark::ClobberMemory();
+    if (++k == ws.copies) k = 0;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);  // the reporter records the rate
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    std::size_t start = 0;
+    while (start <= item.size()) {
+      const std::size_t comma = item.find(',', start);
+      const std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+std::vector<int> default_threads() {
+  const int cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  std::vector<int> t;
+  for (int p = 1; p <= cores; p *= 2) t.push_back(p);
+  if (t.back() != cores) t.push_back(cores);
+  return t;
+}
+
+// How many of `names` Google Benchmark's --benchmark_filter selects (for the progress total).
+std::size_t count_selected(const std::vector<std::string>& names, std::string filter) {
+  if (filter.empty() || filter == "all" || filter == ".") return names.size();
+  bool negate = false;
+  if (filter[0] == '-') {
+    negate = true;
+    filter.erase(0, 1);
+  }
+  const std::regex re(filter, std::regex::extended);
+  return static_cast<std::size_t>(std::count_if(names.begin(), names.end(), [&](const std::string& n) {
+    return std::regex_search(n, re) != negate;
+  }));
+}
+
+struct Options {
+  std::string shape_set = "transformer";
+  std::vector<std::string> shapes, norms, impls, dtypes = {"f32", "bf16"}, threads;
+  bool cold_cache = false, list = false, every_repetition = false;
+  std::string report_path;
+};
+
+int run(int argc, char** argv) {
+  peers::register_all();
+
+  // Google Benchmark's own flags pass through untouched; everything else is ours.
+  std::vector<char*> gb_args{argv[0]}, own_args{argv[0]};
+  bool has_reps = false, has_min_time = false;
+  std::string filter;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) {
+      has_reps |= a.rfind("--benchmark_repetitions", 0) == 0;
+      has_min_time |= a.rfind("--benchmark_min_time", 0) == 0;
+      if (a.rfind("--benchmark_filter=", 0) == 0) filter = std::string(a.substr(19));
+      // We need every repetition for the CSV; aggregates-only becomes a console choice of ours.
+      if (a.rfind("--benchmark_display_aggregates_only", 0) == 0 ||
+          a.rfind("--benchmark_report_aggregates_only", 0) == 0)
+        continue;
+      gb_args.push_back(argv[i]);
+    } else {
+      own_args.push_back(argv[i]);
+    }
+  }
+
+  Options o;
+  CLI::App app{"normbench: throughput of every registered LayerNorm/RMSNorm implementation against the\n"
+               "machine's bandwidth ceiling, measured in the same run. Writes a CSV report (see reports/README.md)."};
+  app.add_option("--shapes", o.shape_set, "Shape set: quick, transformer, cache-sweep, odd, full")
+      ->capture_default_str();
+  app.add_option("--shape", o.shapes, "Explicit shape RxC (repeatable; replaces --shapes)");
+  app.add_option("--norm", o.norms, "Norms to run (layernorm, rmsnorm; comma list; default all)");
+  app.add_option("--impl", o.impls, "Implementations to run (comma list; default all; see --list)");
+  app.add_option("--dtype", o.dtypes, "dtypes of x/y (f32, f64, bf16, f16; comma list)")->capture_default_str();
+  app.add_option("--threads", o.threads, "Thread counts (comma list; default 1, powers of two up to the cores, the cores)");
+  app.add_flag("--cold-cache", o.cold_cache, "Rotate through copies of the buffers larger than the last-level cache");
+  app.add_option("--report", o.report_path, "CSV report path (default reports/out/bench-<host>-<UTC time>.csv)");
+  app.add_flag("--list", o.list, "Print the implementation registry as CSV and exit");
+  app.add_flag("--every-repetition", o.every_repetition, "Show every repetition on the console, not only aggregates");
+  app.footer(
+      "Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_repetitions=N (default here 5),\n"
+      "--benchmark_min_time=SECONDS (default here 0.1), --benchmark_out=FILE, --benchmark_format=..., etc.\n"
+      "Names: norm/implementation/dtype/ROWSxCOLS/threads:T; ceilings: ceiling/stream-scale/dtype/ROWSxCOLS/threads:T.");
+  try {
+    app.parse(static_cast<int>(own_args.size()), own_args.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "normbench: " << e.what() << " (try --help)\n";
+    return 2;
+  }
+
+  if (o.list) {
+    std::cout << listing_csv();
+    for (const std::string& s : peers::status()) std::cout << "# " << s << "\n";
+    return 0;
+  }
+
+  // Everything is checked before any benchmark runs.
+  std::vector<Shape> shapes;
+  std::vector<Norm> norms;
+  std::vector<const Implementation*> impls;
+  std::vector<DType> dtypes;
+  std::vector<int> threads;
+  report::MachineInfo machine;
+  std::string report_path;
+  try {
+    if (o.shapes.empty()) shapes = shape_set(o.shape_set);
+    for (const std::string& s : split_list(o.shapes)) shapes.push_back(parse_shape(s));
+    for (const std::string& n : split_list(o.norms)) norms.push_back(parse_norm(n));
+    if (norms.empty()) norms.assign(std::begin(kAllNorms), std::end(kAllNorms));
+    for (const std::string& i : split_list(o.impls)) impls.push_back(&find_implementation(i));
+    if (impls.empty())
+      for (const Implementation& impl : registry()) impls.push_back(&impl);
+    for (const std::string& d : split_list(o.dtypes)) dtypes.push_back(parse_dtype(d));
+    if (dtypes.empty()) throw Error("--dtype: no dtype given");
+    for (const std::string& t : split_list(o.threads)) {
+      int v = 0;
+      if (!CLI::detail::lexical_cast(t, v) || v < 1 || v > kMaxThreads)
+        throw Error(fmt::format("--threads: '{}' is not a thread count in [1, {}]", t, kMaxThreads));
+      threads.push_back(v);
+    }
+    if (threads.empty()) threads = default_threads();
+    const std::int64_t budget = physical_memory_bytes() * 8 / 10;
+    for (const Shape& s : shapes)
+      for (DType t : dtypes) {
+        const std::int64_t bytes = 2 * s.rows * s.cols * static_cast<std::int64_t>(dtype_size(t));
+        const std::int64_t copies = o.cold_cache ? 2 * llc_bytes() / bytes + 1 : 1;
+        if (bytes > budget / std::max<std::int64_t>(1, copies) && bytes * copies > budget)
+          throw Error(fmt::format("shape {} in {} needs {:.1f} GiB for x and y, more than 80% of this machine's memory",
+                                  shape_name(s), dtype_name(t), bytes * copies / double(1 << 30)));
+      }
+    machine = report::collect_machine_info();
+    report_path = o.report_path.empty() ? report::default_report_path("bench", machine) : o.report_path;
+    report::check_writable(report_path);
+  } catch (const Error& e) {
+    std::cerr << "normbench: " << e.what() << "\n";
+    return 2;
+  }
+
+  // Register: per shape and dtype and thread count, the ceiling first, then every case.
+  std::vector<Case> cases;
+  for (const Shape& s : shapes)
+    for (DType t : dtypes)
+      for (int th : threads) {
+        const std::int64_t xy = 2 * s.rows * s.cols * static_cast<std::int64_t>(dtype_size(t));
+        const std::string ceiling = fmt::format("ceiling/stream-scale/{}/{}/threads:{}", dtype_name(t), shape_name(s), th);
+        bool any = false;
+        for (Norm n : norms)
+          for (const Implementation* impl : impls) {
+            if (!impl->supports(n, t)) continue;
+            if (th > 1 && !impl->uses_threads) continue;  // threads only mean something to threaded kernels
+            const std::int64_t params = (n == Norm::kLayerNorm ? 2 : 1) * s.cols * static_cast<std::int64_t>(dtype_size(param_dtype(t)));
+            if (!any) {
+              const std::int64_t both = 2 * s.cols * static_cast<std::int64_t>(dtype_size(param_dtype(t)));
+              cases.push_back(Case{ceiling, nullptr, n, t, s, th, o.cold_cache, xy + both, xy + both, ceiling});
+              any = true;
+            }
+            cases.push_back(Case{fmt::format("{}/{}/{}/{}/threads:{}", norm_name(n), impl->name, dtype_name(t), shape_name(s), th),
+                                 impl, n, t, s, th, o.cold_cache, xy + params, xy + params, ceiling});
+          }
+      }
+  if (cases.empty()) {
+    std::cerr << "normbench: the selection is empty (no implementation supports the chosen norms and dtypes)\n";
+    return 2;
+  }
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    names.push_back(c.name);
+    benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) {
+      if (c.is_ceiling()) {
+        run_ceiling_case(st, c);
+      } else {
+        run_norm_case(st, c);
+      }
+    })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
+
+  static std::string reps_flag = "--benchmark_repetitions=5", min_time_flag = "--benchmark_min_time=0.1";
+  if (!has_reps) gb_args.push_back(reps_flag.data());
+  if (!has_min_time) gb_args.push_back(min_time_flag.data());
+  int gb_argc = static_cast<int>(gb_args.size());
+  benchmark::Initialize(&gb_argc, gb_args.data());
+  if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_args.data())) return 2;
+
+  std::size_t expected = 0;
+  try {
+    expected = count_selected(names, filter);
+  } catch (const std::regex_error& e) {
+    std::cerr << "normbench: --benchmark_filter is not a valid regular expression: " << e.what() << "\n";
+    return 2;
+  }
+  std::cerr << fmt::format("[normbench] {} cases, report: {}\n", expected, report_path);
+  NormbenchReporter reporter(cases, expected, machine, o.every_repetition);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  try {
+    const std::size_t rows = reporter.write_csv(report_path);
+    if (rows == 0)
+      std::cerr << "[normbench] nothing ran, no report written\n";
+    else
+      std::cerr << fmt::format("[normbench] wrote {} rows to {}\n", rows, report_path);
+  } catch (const Error& e) {
+    std::cerr << "normbench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace normbench::bench
+
+int main(int argc, char** argv) {
+  normbench::bench::ensure_passive_openmp_wait(argv);
+  return normbench::bench::run(argc, argv);
+}

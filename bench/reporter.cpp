@@ -1,0 +1,134 @@
+#include "reporter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace normbench::bench {
+namespace {
+std::map<std::string, std::vector<double>>& ceiling_samples() {
+  static std::map<std::string, std::vector<double>> m;
+  return m;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double coefficient_of_variation(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / (v.size() - 1)) / mean;
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long>(std::lround(seconds));
+  return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
+}
+}  // namespace
+
+void record_ceiling(const std::string& name, double bps) { ceiling_samples()[name].push_back(bps); }
+
+double ceiling_bytes_per_second(const std::string& name) {
+  const auto it = ceiling_samples().find(name);
+  return it == ceiling_samples().end() ? 0 : median(it->second);
+}
+
+NormbenchReporter::NormbenchReporter(std::vector<Case> cases, std::size_t expected_runs,
+                                     report::MachineInfo machine, bool show_every_repetition)
+    : benchmark::ConsoleReporter(benchmark::ConsoleReporter::OO_Tabular),
+      expected_runs_(expected_runs),
+      machine_(std::move(machine)),
+      show_every_repetition_(show_every_repetition) {
+  for (Case& c : cases) cases_.emplace(c.name, std::move(c));
+}
+
+void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
+  // Console: the aggregates when there are repetitions (unless asked for every repetition).
+  std::vector<Run> shown;
+  for (const Run& r : runs)
+    if (show_every_repetition_ || r.run_type == Run::RT_Aggregate || r.repetitions <= 1) shown.push_back(r);
+  if (!shown.empty()) ConsoleReporter::ReportRuns(shown);
+
+  bool counted = false;
+  for (const Run& r : runs) {
+    if (r.run_type != Run::RT_Iteration) continue;
+    const std::string name = r.run_name.function_name;
+    if (!cases_.count(name)) continue;
+    Result& res = results_[name];
+    if (res.seconds_per_iter.empty() && res.error.empty()) order_.push_back(name);
+    if (r.error_occurred) {
+      res.error = r.error_message;
+    } else {
+      const double seconds = r.real_accumulated_time / static_cast<double>(r.iterations);
+      res.seconds_per_iter.push_back(seconds);
+      res.iterations.push_back(static_cast<double>(r.iterations));
+      const Case& c = cases_.at(name);
+      if (c.is_ceiling()) record_ceiling(name, c.bytes_per_iter / seconds);  // read by later cases
+    }
+    counted = true;
+  }
+  if (!counted) return;
+  ++done_;
+  GetOutputStream().flush();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double left = done_ < expected_runs_ ? elapsed / done_ * (expected_runs_ - done_) : 0;
+  std::cerr << fmt::format("[normbench] case {} of {}, elapsed {}, about {} left\n", done_, expected_runs_,
+                           format_duration(elapsed), format_duration(left));
+}
+
+std::vector<std::string> NormbenchReporter::csv_columns() {
+  std::vector<std::string> cols = {
+      "schema_version", "name", "norm", "implementation", "family", "kernel_target", "dtype", "rows", "cols",
+      "threads", "cold_cache", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
+      "time_median_ns", "time_min_ns", "time_max_ns", "time_cv", "gbps_median", "gelems_per_s_median",
+      "ceiling_gbps", "frac_of_ceiling", "rep_times_ns", "error"};
+  for (std::string& c : report::machine_columns()) cols.push_back(std::move(c));
+  return cols;
+}
+
+std::size_t NormbenchReporter::write_csv(const std::string& path) const {
+  report::CsvTable table(csv_columns());
+  const auto machine = report::machine_values(machine_);
+  for (const std::string& name : order_) {
+    const Case& c = cases_.at(name);
+    const Result& res = results_.at(name);
+    const double t_med = median(res.seconds_per_iter);
+    const double gbps = c.bytes_per_iter / t_med / 1e9;
+    double ceiling = ceiling_bytes_per_second(c.ceiling_name) / 1e9;
+    if (c.is_ceiling()) ceiling = gbps;
+    std::string reps;
+    for (double t : res.seconds_per_iter) reps += fmt::format("{}{:.1f}", reps.empty() ? "" : ";", t * 1e9);
+    const bool ok = !res.seconds_per_iter.empty();
+    const auto [tmin, tmax] = ok ? std::minmax_element(res.seconds_per_iter.begin(), res.seconds_per_iter.end())
+                                 : std::pair{res.seconds_per_iter.end(), res.seconds_per_iter.end()};
+    std::vector<std::string> row = {
+        std::to_string(report::kBenchSchemaVersion), name,
+        c.is_ceiling() ? "none" : std::string(norm_name(c.norm)),
+        c.is_ceiling() ? "stream-scale" : std::string(c.impl->name),
+        c.is_ceiling() ? "ceiling" : std::string(c.impl->family),
+        c.is_ceiling() ? machine_.hwy_target : c.impl->target(), std::string(dtype_name(c.dtype)),
+        std::to_string(c.shape.rows), std::to_string(c.shape.cols), std::to_string(c.threads),
+        c.cold_cache ? "1" : "0", std::to_string(c.bytes_per_iter), std::to_string(c.working_set_bytes),
+        std::to_string(res.seconds_per_iter.size()), report::num(median(res.iterations)),
+        report::num(t_med * 1e9), report::num(ok ? *tmin * 1e9 : std::nan("")),
+        report::num(ok ? *tmax * 1e9 : std::nan("")), report::num(ok ? coefficient_of_variation(res.seconds_per_iter) : std::nan("")),
+        report::num(gbps), report::num(c.shape.rows * c.shape.cols / t_med / 1e9),
+        report::num(ceiling > 0 ? ceiling : std::nan("")), report::num(ceiling > 0 ? gbps / ceiling : std::nan("")),
+        reps, res.error};
+    row.insert(row.end(), machine.begin(), machine.end());
+    table.add_row(std::move(row));
+  }
+  if (table.size() > 0) table.write_atomically(path);
+  return table.size();
+}
+
+}  // namespace normbench::bench

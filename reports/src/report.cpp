@@ -1,0 +1,129 @@
+#include "normbench/report.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "build_info.hpp"
+#include "normbench/error.hpp"
+#include "normbench/normbench.hpp"
+
+namespace normbench::report {
+namespace fs = std::filesystem;
+
+namespace {
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown";
+}
+}  // namespace
+
+MachineInfo collect_machine_info() {
+  MachineInfo m;
+  char host[256] = {};
+  m.host = gethostname(host, sizeof host - 1) == 0 && host[0] ? host : "unknown";
+  m.cpu_model = cpu_model();
+  m.cores = static_cast<int>(std::thread::hardware_concurrency());
+  m.hwy_target = find_implementation("highway").target();
+  m.compiler = build_info::kCompiler;
+  m.compiler_flags = build_info::kCompilerFlags;
+  m.build_type = build_info::kBuildType;
+  m.git_commit = build_info::git_commit();
+  m.timestamp_utc = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
+  return m;
+}
+
+std::vector<std::string> machine_columns() {
+  return {"host", "cpu_model", "cores", "hwy_target", "compiler", "compiler_flags",
+          "build_type", "git_commit", "timestamp_utc"};
+}
+
+std::vector<std::string> machine_values(const MachineInfo& m) {
+  return {m.host, m.cpu_model, std::to_string(m.cores), m.hwy_target, m.compiler, m.compiler_flags,
+          m.build_type, m.git_commit, m.timestamp_utc};
+}
+
+std::string default_report_path(std::string_view kind, const MachineInfo& m) {
+  std::string stamp = m.timestamp_utc;  // 2026-11-21T12:34:56Z -> 20261121T123456Z
+  std::erase(stamp, '-');
+  std::erase(stamp, ':');
+  return fmt::format("reports/out/{}-{}-{}.csv", kind, m.host, stamp);
+}
+
+void check_writable(const std::string& path) {
+  if (path.empty()) throw Error("report path is empty");
+  const fs::path p(path);
+  if (fs::is_directory(p)) throw Error(fmt::format("report path '{}' is a directory", path));
+  std::error_code ec;
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create directory '{}' for report '{}': {}", dir.string(), path, ec.message()));
+  const fs::path probe = dir / fmt::format(".normbench-write-test-{}", getpid());
+  {
+    std::ofstream out(probe);
+    if (!out) throw Error(fmt::format("report '{}' is not writable (cannot create files in '{}')", path, dir.string()));
+  }
+  fs::remove(probe, ec);
+}
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void CsvTable::add_row(std::vector<std::string> row) {
+  if (row.size() != columns_.size())
+    throw Error(fmt::format("CSV row has {} fields, header has {}", row.size(), columns_.size()));
+  rows_.push_back(std::move(row));
+}
+
+void CsvTable::write_atomically(const std::string& path) const {
+  const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw Error(fmt::format("cannot write report '{}'", tmp));
+    auto write_line = [&](const std::vector<std::string>& fields) {
+      for (std::size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << csv_field(fields[i]);
+      out << '\n';
+    };
+    write_line(columns_);
+    for (const auto& row : rows_) write_line(row);
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error(fmt::format("error while writing report '{}'", tmp));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error(fmt::format("cannot move report into place at '{}': {}", path, ec.message()));
+  }
+}
+
+std::string num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
+}  // namespace normbench::report

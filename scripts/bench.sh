@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs missing packages, builds Release, runs the default benchmark and accuracy sweeps,
+# writes CSV reports (and PNG plots where scripts/plot.py exists) and prints where they are.
+#   ./scripts/bench.sh              default sweeps
+#   ./scripts/bench.sh --quick      the quick shape set only (about a minute)
+# Extra arguments after -- go to normbench (e.g. -- --benchmark_repetitions=10).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+shapes=transformer
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) shapes=quick ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+./scripts/bootstrap.sh
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)"
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+host=$(hostname)
+out=reports/out
+mkdir -p "$out"
+bench_csv="$out/bench-$host-$stamp.csv"
+start=$(date +%s)
+
+# Default sweep: transformer shapes, f32 and bf16, 1 thread and all cores, every implementation
+# (oneDNN included when built). Medians over 5 repetitions of at least 0.05 s each.
+echo "== benchmark: $shapes shapes, f32 and bf16, threads 1 and $(nproc) =="
+build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads "1,$(nproc)" \
+  --benchmark_min_time=0.05 --report "$bench_csv" "${extra[@]}"
+echo "benchmark took $(( $(date +%s) - start )) s"
+
+reports=("$bench_csv")
+if [ -x build/release/accuracy/normbench-accuracy ]; then
+  acc_csv="$out/accuracy-$host-$stamp.csv"
+  echo "== accuracy: default sweep =="
+  build/release/accuracy/normbench-accuracy --report "$acc_csv"
+  reports+=("$acc_csv")
+else
+  echo "(accuracy harness not built yet: no accuracy report)"
+fi
+
+plots=()
+if [ -f scripts/plot.py ]; then
+  echo "== plots =="
+  mapfile -t plots < <(/usr/bin/python3 scripts/plot.py --out "$out/plots" "${reports[@]}")
+else
+  echo "(scripts/plot.py not written yet: no plots)"
+fi
+
+echo
+echo "Reports:"
+for r in "${reports[@]}"; do echo "  $r"; done
+if [ ${#plots[@]} -gt 0 ]; then
+  echo "Plots:"
+  for p in "${plots[@]}"; do echo "  $p"; done
+fi
+echo "Total $(( $(date +%s) - start )) s"
