@@ -11,8 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "distributions.hpp"
-#include "metrics.hpp"
+#include "harness.hpp"
 #include "normbench/listing.hpp"
 #include "normbench/normbench.hpp"
 #include "normbench/reference.hpp"
@@ -56,16 +55,6 @@ std::vector<std::string> split(const std::vector<std::string>& items) {
       if (!part.empty()) out.push_back(part);
   }
   return out;
-}
-
-// Realistic learned parameters: gamma ~ 1 + 0.1 N(0,1), beta ~ 0.1 N(0,1); seeded by cols.
-void fill_params(DType pt, std::int64_t cols, std::uint64_t seed, void* gamma, void* beta) {
-  std::mt19937_64 rng(seed * 7919 + static_cast<std::uint64_t>(cols));
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (std::int64_t i = 0; i < cols; ++i) {
-    store_rounded(pt, gamma, static_cast<std::size_t>(i), 1 + 0.1 * normal(rng));
-    store_rounded(pt, beta, static_cast<std::size_t>(i), 0.1 * normal(rng));
-  }
 }
 
 std::string g(double v) { return report::num(v); }
@@ -182,9 +171,8 @@ int run(int argc, char** argv) {
   std::map<std::tuple<int, int, std::string, double>, Cell> summary;
   std::vector<std::string> exceeded;
 
-  std::size_t groups = 0, group = 0;
-  for (Norm n : norms)
-    for (DType t : dtypes) (void)n, (void)t, groups += dists.size() * shapes.size();
+  const std::size_t groups = norms.size() * dtypes.size() * dists.size() * shapes.size();
+  std::size_t group = 0;
   const auto start = std::chrono::steady_clock::now();
   for (Norm n : norms)
     for (DType t : dtypes)
@@ -197,19 +185,8 @@ int run(int argc, char** argv) {
           if (todo.empty()) continue;
           const double eps = o.eps.empty() ? default_eps(n) : o.eps[0];
           const Problem p{n, t, s.rows, s.cols, eps};
-          const std::size_t count = static_cast<std::size_t>(s.rows * s.cols);
-          std::vector<unsigned char> x(count * dtype_size(t));
-          if (!o.input.empty()) {
-            x = user.data;
-          } else {
-            const std::vector<double> values = generate(dc, t, s.rows, s.cols, o.seed);
-            for (std::size_t i = 0; i < count; ++i) store_rounded(t, x.data(), i, values[i]);
-          }
-          const DType pt = param_dtype(t);
-          std::vector<unsigned char> gamma(s.cols * dtype_size(pt)), beta(s.cols * dtype_size(pt));
-          fill_params(pt, s.cols, o.seed, gamma.data(), beta.data());
-          const Buffers in{x.data(), nullptr, gamma.data(), beta.data()};
-          const ReferenceResult ref = reference_forward(p, in);
+          const PreparedCase pc = o.input.empty() ? prepare(p, dc, o.seed) : prepare(p, user.data, o.seed);
+          const ReferenceResult& ref = pc.reference;
           const std::string shape_tag = fmt::format("{}x{}", s.rows, s.cols);
           const std::string dist_tag = dc.label();
           if (!o.dump_dir.empty()) {
@@ -219,14 +196,8 @@ int run(int argc, char** argv) {
                           s.rows, s.cols, r);
           }
           for (const Implementation* impl : todo) {
-            std::vector<unsigned char> y(count * dtype_size(t));
-            std::vector<float> mean(s.rows), rstd(s.rows);
-            Buffers b = in;
-            b.y = y.data();
-            b.mean = mean.data();
-            b.rstd = rstd.data();
-            forward(*impl, p, b, RunConfig{threads});
-            const CaseMetrics m = measure(*impl, p, in, y.data(), mean.data(), rstd.data(), ref);
+            std::vector<unsigned char> y;
+            const CaseMetrics m = run_case(*impl, pc, threads, &y);
             if (!o.dump_dir.empty())
               write_npy((fs::path(o.dump_dir) / fmt::format("{}-{}-{}-{}-{}.npy", dist_tag, norm_name(n),
                                                              dtype_name(t), shape_tag, impl->name)).string(),
