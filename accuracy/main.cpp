@@ -154,13 +154,7 @@ int run(int argc, char** argv) {
     return 2;
   }
 
-  std::vector<std::string> columns = {
-      "schema_version", "norm", "implementation", "family", "kernel_target", "dtype", "distribution", "kappa_target",
-      "rows", "cols", "eps", "seed", "threads", "variance_algorithm", "accumulator", "normwise_ulp_max", "ulp_max",
-      "ulp_mean", "rel_err_max", "abs_err_max", "frac_correctly_rounded", "mean_rel_err_max", "rstd_rel_err_max",
-      "var_rel_err_max", "nmse", "nonfinite_mismatches", "kappa_max", "bound", "within_bound"};
-  for (std::string& c : report::machine_columns()) columns.push_back(std::move(c));
-  report::CsvTable table(columns);
+  report::CsvTable table(report::accuracy_columns());
   const auto machine_values = report::machine_values(machine);
 
   // Summary: normwise / max ULP per (norm, dtype, impl) at offset kappa 1, 1e4, 1e8.

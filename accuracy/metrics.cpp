@@ -87,7 +87,8 @@ CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers&
     if (!(var_err <= allowed)) m.within_bound = false;
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (m.kappa_max == 0) m.kappa_max = nan;
+  if (m.kappa_max == 0) m.kappa_max = m.bound = nan;  // no row with a variance to judge
+  if (std::isnan(m.kappa_max) && m.var_rel_err_max == 0) m.var_rel_err_max = nan;
   if (counted == 0) m.normwise_ulp_max = m.ulp_max = m.rel_err_max = m.abs_err_max = nan;  // nothing finite to compare
   m.ulp_mean = counted ? static_cast<double>(ulp_sum / counted) : std::numeric_limits<double>::quiet_NaN();
   m.frac_correctly_rounded = counted ? static_cast<double>(correct) / counted : std::numeric_limits<double>::quiet_NaN();

@@ -46,41 +46,44 @@ std::int64_t physical_memory_bytes() {
   return static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
 }
 
-// Input data and outputs for one (dtype, shape); `copies` rotating copies of x and y when the
-// cold-cache option asks for a footprint larger than the last-level cache.
+// Input data and outputs for one (dtype, shape); with --cold-cache, `copies` consecutive copies
+// of x and y whose total exceeds twice the last-level cache, visited in turn.
 struct Workspace {
   DType dtype;
   Shape shape;
-  int copies;
-  std::vector<std::unique_ptr<unsigned char[]>> x, y;
+  std::int64_t copies;
+  std::vector<unsigned char> x, y;  // copies * rows * cols elements each
   std::vector<unsigned char> gamma, beta;
-  std::vector<float> ceiling_src, ceiling_dst, ceiling_extra;
+  std::vector<float> ceiling_extra;
+  std::size_t copy_bytes() const { return static_cast<std::size_t>(shape.rows * shape.cols) * dtype_size(dtype); }
+  const void* x_copy(std::int64_t k) const { return x.data() + k * copy_bytes(); }
+  void* y_copy(std::int64_t k) { return y.data() + k * copy_bytes(); }
 };
 
-std::size_t count_of(const Shape& s) { return static_cast<std::size_t>(s.rows * s.cols); }
+std::int64_t cold_copies(DType t, Shape s) {
+  const std::int64_t bytes = 2 * s.rows * s.cols * static_cast<std::int64_t>(dtype_size(t));
+  return 2 * llc_bytes() / bytes + 1;
+}
 
 // Keeps only the most recent workspace: cases of one shape run back to back.
 Workspace& workspace_for(DType t, Shape s, bool cold) {
   static std::unique_ptr<Workspace> ws;
-  const std::int64_t bytes = 2 * static_cast<std::int64_t>(count_of(s) * dtype_size(t));
-  const int copies = cold ? static_cast<int>(std::clamp<std::int64_t>(2 * llc_bytes() / bytes + 1, 1, 4096)) : 1;
+  const std::int64_t copies = cold ? cold_copies(t, s) : 1;
   if (ws && ws->dtype == t && ws->shape == s && ws->copies == copies) return *ws;
   ws.reset();
-  ws = std::make_unique<Workspace>(Workspace{t, s, copies, {}, {}, {}, {}, {}, {}, {}});
+  ws = std::make_unique<Workspace>(Workspace{t, s, copies, {}, {}, {}, {}, {}});
   // A 64K-value tile of N(0.5, 1) data, rounded to the dtype, repeated: realistic values
   // without spending seconds in the random generator for 512 MiB inputs.
-  const std::size_t n = count_of(s), esize = dtype_size(t), tile = std::min<std::size_t>(n, 65536);
+  const std::size_t n = static_cast<std::size_t>(s.rows * s.cols) * copies, esize = dtype_size(t);
+  const std::size_t tile = std::min<std::size_t>(n, 65536);
   std::vector<unsigned char> pattern(tile * esize);
   std::mt19937_64 rng(42);
   std::normal_distribution<double> normal(0.5, 1.0);
   for (std::size_t i = 0; i < tile; ++i) store_rounded(t, pattern.data(), i, normal(rng));
-  for (int c = 0; c < copies; ++c) {
-    ws->x.emplace_back(new unsigned char[n * esize]);
-    ws->y.emplace_back(new unsigned char[n * esize]);
-    for (std::size_t i = 0; i < n; i += tile)
-      std::memcpy(ws->x.back().get() + i * esize, pattern.data(), std::min(tile, n - i) * esize);
-    std::memset(ws->y.back().get(), 0, n * esize);  // touch every page before timing
-  }
+  ws->x.resize(n * esize);
+  for (std::size_t i = 0; i < n; i += tile)
+    std::memcpy(ws->x.data() + i * esize, pattern.data(), std::min(tile, n - i) * esize);
+  ws->y.assign(n * esize, 0);  // touches every page before timing
   const std::size_t psize = dtype_size(param_dtype(t));
   ws->gamma.resize(s.cols * psize);
   ws->beta.resize(s.cols * psize);
@@ -96,15 +99,15 @@ void run_norm_case(benchmark::State& state, const Case& c) {
   const Problem p{c.norm, c.dtype, c.shape.rows, c.shape.cols, default_eps(c.norm)};
   const RunConfig cfg{c.threads};
   try {
-    validate(*c.impl, p, Buffers{ws.x[0].get(), ws.y[0].get(), ws.gamma.data(), ws.beta.data()}, cfg);
+    validate(*c.impl, p, Buffers{ws.x_copy(0), ws.y_copy(0), ws.gamma.data(), ws.beta.data()}, cfg);
   } catch (const Error& e) {
     state.SkipWithError(e.what());
     return;
   }
-  int k = 0;
+  std::int64_t k = 0;
   const auto start = std::chrono::steady_clock::now();  // for the console's live fraction only
   for (auto _ : state) {
-    c.impl->kernel(p, Buffers{ws.x[k].get(), ws.y[k].get(), ws.gamma.data(), ws.beta.data()}, cfg);
+    c.impl->kernel(p, Buffers{ws.x_copy(k), ws.y_copy(k), ws.gamma.data(), ws.beta.data()}, cfg);
     benchmark::ClobberMemory();
     if (++k == ws.copies) k = 0;
   }
@@ -119,13 +122,13 @@ void run_norm_case(benchmark::State& state, const Case& c) {
 void run_ceiling_case(benchmark::State& state, const Case& c) {
   Workspace& ws = workspace_for(c.dtype, c.shape, c.cold_cache);
   // The ceiling moves the norm's bytes as f32: x and y of the same size, plus gamma/beta read once.
-  const std::size_t floats = count_of(c.shape) * dtype_size(c.dtype) / sizeof(float);
+  const std::size_t floats = ws.copy_bytes() / sizeof(float);
   const std::size_t extra = 2 * ws.gamma.size() / sizeof(float);
   if (ws.ceiling_extra.size() != extra) ws.ceiling_extra.assign(extra, 1.0f);
   float sink = 0;
-  int k = 0;
+  std::int64_t k = 0;
   for (auto _ : state) {
-    sink += stream_scale(reinterpret_cast<const float*>(ws.x[k].get()), reinterpret_cast<float*>(ws.y[k].get()),
+    sink += stream_scale(static_cast<const float*>(ws.x_copy(k)), static_cast<float*>(ws.y_copy(k)),
                          floats, ws.ceiling_extra.data(), extra, c.threads);
     benchmark::ClobberMemory();
     if (++k == ws.copies) k = 0;
@@ -263,8 +266,8 @@ int run(int argc, char** argv) {
     for (const Shape& s : shapes)
       for (DType t : dtypes) {
         const std::int64_t bytes = 2 * s.rows * s.cols * static_cast<std::int64_t>(dtype_size(t));
-        const std::int64_t copies = o.cold_cache ? 2 * llc_bytes() / bytes + 1 : 1;
-        if (bytes > budget / std::max<std::int64_t>(1, copies) && bytes * copies > budget)
+        const std::int64_t copies = o.cold_cache ? cold_copies(t, s) : 1;
+        if (bytes > budget || bytes * copies > budget)
           throw Error(fmt::format("shape {} in {} needs {:.1f} GiB for x and y, more than 80% of this machine's memory",
                                   shape_name(s), dtype_name(t), bytes * copies / double(1 << 30)));
       }

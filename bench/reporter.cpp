@@ -85,18 +85,8 @@ void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
                            format_duration(elapsed), format_duration(left));
 }
 
-std::vector<std::string> NormbenchReporter::csv_columns() {
-  std::vector<std::string> cols = {
-      "schema_version", "name", "norm", "implementation", "family", "kernel_target", "dtype", "rows", "cols",
-      "threads", "cold_cache", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
-      "time_median_ns", "time_min_ns", "time_max_ns", "time_cv", "gbps_median", "gelems_per_s_median",
-      "ceiling_gbps", "frac_of_ceiling", "rep_times_ns", "error"};
-  for (std::string& c : report::machine_columns()) cols.push_back(std::move(c));
-  return cols;
-}
-
 std::size_t NormbenchReporter::write_csv(const std::string& path) const {
-  report::CsvTable table(csv_columns());
+  report::CsvTable table(report::bench_columns());
   const auto machine = report::machine_values(machine_);
   for (const std::string& name : order_) {
     const Case& c = cases_.at(name);

@@ -24,8 +24,6 @@ class NormbenchReporter : public benchmark::ConsoleReporter {
   // Writes the CSV (atomically); returns the number of rows written.
   std::size_t write_csv(const std::string& path) const;
 
-  static std::vector<std::string> csv_columns();
-
  private:
   struct Result {
     std::vector<double> seconds_per_iter;  // one per repetition

@@ -58,7 +58,7 @@ Result run(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
 }
 
-constexpr std::size_t kBenchColumns = 34;
+constexpr std::size_t kBenchColumns = 37;
 
 TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   const Documented doc = documented_columns("Benchmark report");

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -42,17 +43,41 @@ MachineInfo collect_machine_info() {
   m.build_type = build_info::kBuildType;
   m.git_commit = build_info::git_commit();
   m.timestamp_utc = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
+  m.l1d_bytes = std::max(0L, sysconf(_SC_LEVEL1_DCACHE_SIZE));
+  m.l2_bytes = std::max(0L, sysconf(_SC_LEVEL2_CACHE_SIZE));
+  m.l3_bytes = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
   return m;
 }
 
 std::vector<std::string> machine_columns() {
-  return {"host", "cpu_model", "cores", "hwy_target", "compiler", "compiler_flags",
-          "build_type", "git_commit", "timestamp_utc"};
+  return {"host", "cpu_model", "cores", "l1d_bytes", "l2_bytes", "l3_bytes", "hwy_target", "compiler",
+          "compiler_flags", "build_type", "git_commit", "timestamp_utc"};
 }
 
 std::vector<std::string> machine_values(const MachineInfo& m) {
-  return {m.host, m.cpu_model, std::to_string(m.cores), m.hwy_target, m.compiler, m.compiler_flags,
-          m.build_type, m.git_commit, m.timestamp_utc};
+  return {m.host, m.cpu_model, std::to_string(m.cores), std::to_string(m.l1d_bytes), std::to_string(m.l2_bytes),
+          std::to_string(m.l3_bytes), m.hwy_target, m.compiler, m.compiler_flags, m.build_type, m.git_commit,
+          m.timestamp_utc};
+}
+
+std::vector<std::string> bench_columns() {
+  std::vector<std::string> cols = {
+      "schema_version", "name", "norm", "implementation", "family", "kernel_target", "dtype", "rows", "cols",
+      "threads", "cold_cache", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
+      "time_median_ns", "time_min_ns", "time_max_ns", "time_cv", "gbps_median", "gelems_per_s_median",
+      "ceiling_gbps", "frac_of_ceiling", "rep_times_ns", "error"};
+  for (std::string& c : machine_columns()) cols.push_back(std::move(c));
+  return cols;
+}
+
+std::vector<std::string> accuracy_columns() {
+  std::vector<std::string> cols = {
+      "schema_version", "norm", "implementation", "family", "kernel_target", "dtype", "distribution", "kappa_target",
+      "rows", "cols", "eps", "seed", "threads", "variance_algorithm", "accumulator", "normwise_ulp_max", "ulp_max",
+      "ulp_mean", "rel_err_max", "abs_err_max", "frac_correctly_rounded", "mean_rel_err_max", "rstd_rel_err_max",
+      "var_rel_err_max", "nmse", "nonfinite_mismatches", "kappa_max", "bound", "within_bound"};
+  for (std::string& c : machine_columns()) cols.push_back(std::move(c));
+  return cols;
 }
 
 std::string default_report_path(std::string_view kind, const MachineInfo& m) {

@@ -22,12 +22,13 @@ class CsvRows {
  public:
   using Row = std::array<std::string, N>;
 
-  // Opens `path` and checks its header holds exactly `columns` (in any order: rows come back in
-  // the order of `columns`).
-  CsvRows(const std::string& path, const std::array<std::string, N>& columns) : path_(path) {
+  // Opens `path` and checks its header holds `columns` (in any order: rows come back in the order
+  // of `columns`); other columns are an error unless allow_extra_columns.
+  CsvRows(const std::string& path, const std::array<std::string, N>& columns, bool allow_extra_columns = false)
+      : path_(path) {
     try {
       reader_ = std::make_unique<Reader>(path);
-      read_header(columns, std::make_index_sequence<N>{});
+      read_header(columns, allow_extra_columns, std::make_index_sequence<N>{});
     } catch (const io::error::base& e) {
       throw Error(describe(e));
     }
@@ -49,8 +50,8 @@ class CsvRows {
   using Reader = io::CSVReader<N, io::trim_chars<>, io::double_quote_escape<',', '"'>>;
 
   template <std::size_t... I>
-  void read_header(const std::array<std::string, N>& columns, std::index_sequence<I...>) {
-    reader_->read_header(io::ignore_no_column, columns[I]...);
+  void read_header(const std::array<std::string, N>& columns, bool allow_extra, std::index_sequence<I...>) {
+    reader_->read_header(allow_extra ? io::ignore_extra_column : io::ignore_no_column, columns[I]...);
   }
   template <std::size_t... I>
   bool read_row(Row& row, std::index_sequence<I...>) {

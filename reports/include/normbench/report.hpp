@@ -21,6 +21,7 @@ struct MachineInfo {
   std::string build_type;
   std::string git_commit;
   std::string timestamp_utc;  // ISO 8601, e.g. 2026-11-21T12:34:56Z
+  long l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // data cache sizes (0 if unknown)
 };
 
 MachineInfo collect_machine_info();
@@ -28,6 +29,10 @@ MachineInfo collect_machine_info();
 // Metadata column names and values, in a fixed order, appended to every row of every report.
 std::vector<std::string> machine_columns();
 std::vector<std::string> machine_values(const MachineInfo& m);
+
+// Every column of each report, in order (documented in reports/README.md).
+std::vector<std::string> bench_columns();
+std::vector<std::string> accuracy_columns();
 
 // reports/out/<kind>-<host>-<timestamp>.csv, relative to the working directory.
 std::string default_report_path(std::string_view kind, const MachineInfo& m);

@@ -1,0 +1,3 @@
+#include "normbench/compare.hpp"
+
+int main(int argc, char** argv) { return normbench::compare::run(argc, argv); }

@@ -1,0 +1,360 @@
+#include "normbench/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "normbench/csv_read.hpp"
+#include "normbench/error.hpp"
+#include "normbench/report.hpp"
+
+namespace normbench::compare {
+
+MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {
+  MannWhitney r;
+  const std::size_t n1 = a.size(), n2 = b.size();
+  if (n1 == 0 || n2 == 0) return r;
+  bool ties = false;
+  for (double x : a)
+    for (double y : b) {
+      r.u += x > y ? 1.0 : x == y ? 0.5 : 0.0;
+      ties |= x == y;
+    }
+  if (!ties && n1 * n2 <= 2500) {
+    // counts[u] = arrangements of n1 + n2 distinct values with U = u (built up one element at a time).
+    std::vector<std::vector<std::vector<double>>> f(n1 + 1, std::vector<std::vector<double>>(n2 + 1));
+    for (std::size_t i = 0; i <= n1; ++i)
+      for (std::size_t j = 0; j <= n2; ++j) {
+        f[i][j].assign(i * j + 1, 0.0);
+        if (i == 0 || j == 0) {
+          f[i][j][0] = 1;
+          continue;
+        }
+        for (std::size_t u = 0; u <= i * j; ++u)  // the largest value is from a (adds j) or from b
+          f[i][j][u] = (u >= j ? f[i - 1][j][u - j] : 0.0) + (u <= (i) * (j - 1) ? f[i][j - 1][u] : 0.0);
+      }
+    const auto& dist = f[n1][n2];
+    double total = 0, below = 0, above = 0;
+    for (double c : dist) total += c;
+    const auto u = static_cast<std::size_t>(r.u);
+    for (std::size_t k = 0; k <= u; ++k) below += dist[k];
+    for (std::size_t k = u; k < dist.size(); ++k) above += dist[k];
+    r.p = std::min(1.0, 2 * std::min(below, above) / total);
+    r.min_p = std::min(1.0, 2 / total);
+    r.exact = true;
+    return r;
+  }
+  // Normal approximation with tie correction.
+  std::vector<double> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  double tie_term = 0;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    const double t = static_cast<double>(j - i);
+    tie_term += t * t * t - t;
+    i = j;
+  }
+  const double n = static_cast<double>(n1 + n2), mu = 0.5 * n1 * n2;
+  const double sigma = std::sqrt(n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1))));
+  if (sigma == 0) return r;
+  const double z = (std::fabs(r.u - mu) - 0.5) / sigma;
+  r.p = std::min(1.0, std::erfc(std::max(0.0, z) / std::sqrt(2.0)));
+  r.min_p = std::erfc((0.5 * n1 * n2 - 0.5) / sigma / std::sqrt(2.0));
+  return r;
+}
+
+namespace {
+
+enum class Kind { kBench, kAccuracy };
+
+struct Row {
+  std::string key;                          // printable, e.g. layernorm/highway/f32/128x4096/threads:1
+  std::vector<double> times;                // bench: per-repetition ns
+  double median = NAN;                      // bench: median ns per call
+  double normwise = NAN, ulp = NAN;         // accuracy
+  double nonfinite = 0, within = 1;         // accuracy
+};
+
+struct Report {
+  Kind kind;
+  std::map<std::string, Row> rows;  // by key, in key order
+  std::set<std::string> hosts, cpus;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Kind detect(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open file", path));
+  std::string header;
+  std::getline(in, header);
+  if (header.find("gbps_median") != std::string::npos) return Kind::kBench;
+  if (header.find("normwise_ulp_max") != std::string::npos) return Kind::kAccuracy;
+  throw Error(fmt::format("{}:1: not a normbench report (the header has neither gbps_median nor normwise_ulp_max)", path));
+}
+
+double number(const std::string& text, const std::string& path, unsigned line, const std::string& column) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0')
+    throw Error(fmt::format("{}:{}: column '{}': '{}' is not a number", path, line, column, text));
+  return v;
+}
+
+void check_schema(const std::string& v, int expected, const std::string& path, unsigned line) {
+  if (v != std::to_string(expected))
+    throw Error(fmt::format("{}:{}: column 'schema_version': {} (this normbench-compare reads version {})", path, line,
+                            v, expected));
+}
+
+template <std::size_t N>
+void read_rows(const std::string& path, const std::array<std::string, N>& cols, Report& rep,
+               void (*fill)(const std::array<std::string, N>&, const std::string&, unsigned, Report&)) {
+  report::CsvRows<N> csv(path, cols, /*allow_extra_columns=*/true);
+  std::array<std::string, N> row;
+  while (csv.next(row)) fill(row, path, csv.line(), rep);
+}
+
+void load(const std::string& path, Report& rep) {
+  const Kind kind = detect(path);
+  if (!rep.rows.empty() && kind != rep.kind)
+    throw Error(fmt::format("{}: a {} report cannot be pooled with {} reports", path,
+                            kind == Kind::kBench ? "benchmark" : "accuracy", rep.kind == Kind::kBench ? "benchmark" : "accuracy"));
+  rep.kind = kind;
+  if (kind == Kind::kBench) {
+    const std::array<std::string, 13> cols = {"schema_version", "norm", "implementation", "dtype", "rows", "cols",
+                                              "threads", "cold_cache", "time_median_ns", "rep_times_ns", "error",
+                                              "host", "cpu_model"};
+    read_rows<13>(path, cols, rep, [](const std::array<std::string, 13>& f, const std::string& p, unsigned line, Report& r) {
+      check_schema(f[0], report::kBenchSchemaVersion, p, line);
+      if (!f[10].empty()) return;  // a case that could not run has nothing to compare
+      const std::string key = fmt::format("{}/{}/{}/{}x{}/threads:{}{}", f[1], f[2], f[3], f[4], f[5], f[6],
+                                          f[7] == "1" ? "/cold" : "");
+      Row& row = r.rows[key];
+      row.key = key;
+      number(f[8], p, line, "time_median_ns");
+      std::stringstream ss(f[9]);
+      std::string t;
+      while (std::getline(ss, t, ';')) row.times.push_back(number(t, p, line, "rep_times_ns"));
+      if (row.times.empty()) throw Error(fmt::format("{}:{}: column 'rep_times_ns' is empty", p, line));
+      row.median = median_of(row.times);  // pooled over every file of this side
+      r.hosts.insert(f[11]);
+      r.cpus.insert(f[12]);
+    });
+  } else {
+    const std::array<std::string, 14> cols = {"schema_version", "norm", "implementation", "dtype", "distribution",
+                                              "kappa_target", "rows", "cols", "normwise_ulp_max", "ulp_max",
+                                              "nonfinite_mismatches", "within_bound", "host", "cpu_model"};
+    read_rows<14>(path, cols, rep, [](const std::array<std::string, 14>& f, const std::string& p, unsigned line, Report& r) {
+      check_schema(f[0], report::kAccuracySchemaVersion, p, line);
+      const double kappa = number(f[5], p, line, "kappa_target");
+      const std::string key = fmt::format("{}/{}/{}/{}{}/{}x{}", f[1], f[2], f[3], f[4],
+                                          std::isnan(kappa) ? "" : fmt::format(" k={:g}", kappa), f[6], f[7]);
+      Row& row = r.rows[key];
+      row.key = key;
+      row.normwise = number(f[8], p, line, "normwise_ulp_max");
+      row.ulp = number(f[9], p, line, "ulp_max");
+      row.nonfinite = number(f[10], p, line, "nonfinite_mismatches");
+      row.within = number(f[11], p, line, "within_bound");
+      r.hosts.insert(f[12]);
+      r.cpus.insert(f[13]);
+    });
+  }
+}
+
+Report load_side(const std::string& list) {
+  Report rep{Kind::kBench, {}, {}, {}};
+  std::stringstream ss(list);
+  std::string path;
+  while (std::getline(ss, path, ','))
+    if (!path.empty()) load(path, rep);
+  return rep;
+}
+
+struct Line {
+  std::string key, baseline, current, change, p, verdict;
+  bool regression = false;
+};
+
+// Grows beyond the threshold (relative, with a floor so that 0 -> 1e-9 is not "infinite").
+bool grew(double before, double after, double threshold, double floor) {
+  if (std::isnan(after) && !std::isnan(before)) return true;
+  if (std::isnan(before) || std::isnan(after)) return false;
+  return after > before * (1 + threshold) + floor;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  std::string baseline_arg, current_arg, filter, format = "text";
+  double threshold = 5, alpha = 0.05;
+  CLI::App app{"normbench-compare: compare two normbench reports (benchmark or accuracy) and flag regressions.\n"
+               "Exit code: 0 no regression, 1 regression found, 2 usage or input error."};
+  app.add_option("baseline", baseline_arg, "Baseline CSV (a comma list pools the repetitions of several runs)")->required();
+  app.add_option("current", current_arg, "Current CSV (a comma list pools the repetitions of several runs)")->required();
+  app.add_option("--threshold", threshold, "Change (percent) beyond which a difference counts")->capture_default_str();
+  app.add_option("--alpha", alpha, "Significance level of the Mann-Whitney U test")->capture_default_str();
+  app.add_option("--filter", filter, "Only rows whose key matches this regular expression");
+  app.add_option("--format", format, "text, markdown (for CI job summaries) or csv")
+      ->check(CLI::IsMember({"text", "markdown", "csv"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "normbench-compare: " << e.what() << " (try --help)\n";
+    return 2;
+  }
+  if (!(threshold >= 0) || !(alpha > 0 && alpha < 1)) {
+    std::cerr << "normbench-compare: --threshold must be >= 0 and --alpha in (0, 1)\n";
+    return 2;
+  }
+  Report base, cur;
+  std::optional<std::regex> re;
+  try {
+    base = load_side(baseline_arg);
+    cur = load_side(current_arg);
+    if (base.kind != cur.kind) throw Error("one report is a benchmark report and the other an accuracy report");
+    if (!filter.empty()) re.emplace(filter, std::regex::extended);
+  } catch (const Error& e) {
+    std::cerr << "normbench-compare: " << e.what() << "\n";
+    return 2;
+  } catch (const std::regex_error& e) {
+    std::cerr << "normbench-compare: --filter is not a valid regular expression: " << e.what() << "\n";
+    return 2;
+  }
+  const double thr = threshold / 100;
+  std::vector<Line> lines;
+  std::vector<std::string> only_base, only_cur, notes;
+  bool too_few_noted = false;
+  for (const auto& [key, b] : base.rows) {
+    if (re && !std::regex_search(key, *re)) continue;
+    const auto it = cur.rows.find(key);
+    if (it == cur.rows.end()) {
+      only_base.push_back(key);
+      continue;
+    }
+    const Row& c = it->second;
+    Line l;
+    l.key = key;
+    if (base.kind == Kind::kBench) {
+      const double change = (c.median - b.median) / b.median;
+      const MannWhitney mw = mann_whitney_u(b.times, c.times);
+      const bool testable = mw.min_p <= alpha;
+      const bool significant = testable && mw.p < alpha;
+      l.baseline = fmt::format("{:.1f} ns", b.median);
+      l.current = fmt::format("{:.1f} ns", c.median);
+      l.change = fmt::format("{:+.1f}%", 100 * change);
+      l.p = testable ? fmt::format("{:.3g}", mw.p) : "n/a";
+      if (!testable && !too_few_noted) {
+        notes.push_back(fmt::format("too few repetitions for the Mann-Whitney U test ({} vs {}; at least 4 each are needed "
+                                    "for alpha = {}): those rows are decided on the threshold alone",
+                                    b.times.size(), c.times.size(), alpha));
+        too_few_noted = true;
+      }
+      const bool decided = significant || !testable;
+      if (change > thr && decided) {
+        l.verdict = "SLOWER";
+        l.regression = true;
+      } else if (change < -thr && decided) {
+        l.verdict = "faster";
+      } else {
+        l.verdict = change > thr || change < -thr ? "noise" : "same";
+      }
+    } else {
+      l.baseline = fmt::format("{:.3g} / {:.3g}", b.normwise, b.ulp);
+      l.current = fmt::format("{:.3g} / {:.3g}", c.normwise, c.ulp);
+      const double change = b.ulp > 0 ? (c.ulp - b.ulp) / b.ulp : (c.ulp > 0 ? INFINITY : 0);
+      l.change = std::isfinite(change) ? fmt::format("{:+.1f}%", 100 * change) : "new error";
+      l.p = "-";
+      std::vector<std::string> why;
+      if (grew(b.ulp, c.ulp, thr, 1e-3) || grew(b.normwise, c.normwise, thr, 1e-3)) why.push_back("ULP error grew");
+      if (c.nonfinite > b.nonfinite) why.push_back("new non-finite mismatches");
+      if (b.within == 1 && c.within == 0) why.push_back("left its bound");
+      if (!why.empty()) {
+        l.verdict = "WORSE: ";
+        for (std::size_t i = 0; i < why.size(); ++i) l.verdict += (i ? ", " : "") + why[i];
+        l.regression = true;
+      } else {
+        l.verdict = c.ulp < b.ulp * (1 - thr) ? "better" : "same";
+      }
+    }
+    lines.push_back(std::move(l));
+  }
+  for (const auto& [key, c] : cur.rows)
+    if ((!re || std::regex_search(key, *re)) && !base.rows.count(key)) only_cur.push_back(key);
+
+  std::vector<std::string> warnings;
+  if (base.hosts != cur.hosts || base.cpus != cur.cpus)
+    warnings.push_back(fmt::format("WARNING: the reports come from different machines (baseline {} / {}, current {} / {}): "
+                                   "differences may be the machine's, not the code's",
+                                   fmt::join(base.hosts, " "), fmt::join(base.cpus, " "), fmt::join(cur.hosts, " "),
+                                   fmt::join(cur.cpus, " ")));
+  const bool bench = base.kind == Kind::kBench;
+  const std::array<std::string, 6> head = {"case", bench ? "baseline (median)" : "baseline (normwise / max ulp)",
+                                           bench ? "current (median)" : "current (normwise / max ulp)",
+                                           bench ? "change" : "change (max ulp)", "p-value", "verdict"};
+  int regressions = 0;
+  for (const Line& l : lines) regressions += l.regression;
+
+  if (format == "csv") {
+    std::cout << "case,baseline,current,change,p_value,verdict\n";
+    for (const Line& l : lines)
+      std::cout << fmt::format("{},{},{},{},{},{}\n", report::csv_field(l.key), report::csv_field(l.baseline),
+                               report::csv_field(l.current), l.change, l.p, report::csv_field(l.verdict));
+    for (const auto& k : only_base) std::cout << fmt::format("{},,,,,only in baseline\n", report::csv_field(k));
+    for (const auto& k : only_cur) std::cout << fmt::format("{},,,,,only in current\n", report::csv_field(k));
+    for (const auto& w : warnings) std::cerr << w << "\n";
+  } else if (format == "markdown") {
+    for (const auto& w : warnings) std::cout << "> **" << w << "**\n\n";
+    std::cout << fmt::format("**{} regression(s)** in {} compared cases (threshold {}%, alpha {})\n\n", regressions,
+                             lines.size(), threshold, alpha);
+    std::cout << fmt::format("| {} |\n|---|---|---|---|---|---|\n", fmt::join(head, " | "));
+    for (const Line& l : lines)
+      std::cout << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", l.key, l.baseline, l.current, l.change, l.p,
+                               l.regression ? "**" + l.verdict + "**" : l.verdict);
+    for (const auto& n : notes) std::cout << "\n_Note: " << n << "_\n";
+    if (!only_base.empty()) std::cout << fmt::format("\nOnly in baseline: `{}`\n", fmt::join(only_base, "`, `"));
+    if (!only_cur.empty()) std::cout << fmt::format("\nOnly in current: `{}`\n", fmt::join(only_cur, "`, `"));
+  } else {
+    for (const auto& w : warnings) std::cout << w << "\n\n";
+    std::size_t w0 = head[0].size(), w1 = head[1].size(), w2 = head[2].size();
+    for (const Line& l : lines) {
+      w0 = std::max(w0, l.key.size());
+      w1 = std::max(w1, l.baseline.size());
+      w2 = std::max(w2, l.current.size());
+    }
+    std::cout << fmt::format("{:<{}}  {:>{}}  {:>{}}  {:>16}  {:>8}  {}\n", head[0], w0, head[1], w1, head[2], w2,
+                             head[3], head[4], head[5]);
+    for (const Line& l : lines)
+      std::cout << fmt::format("{:<{}}  {:>{}}  {:>{}}  {:>16}  {:>8}  {}\n", l.key, w0, l.baseline, w1, l.current, w2,
+                               l.change, l.p, l.verdict);
+    for (const auto& n : notes) std::cout << "\nnote: " << n << "\n";
+    for (const auto& k : only_base) std::cout << "only in baseline: " << k << "\n";
+    for (const auto& k : only_cur) std::cout << "only in current:  " << k << "\n";
+    std::cout << fmt::format("\n{} regression(s) in {} compared cases (threshold {}%, alpha {})\n", regressions,
+                             lines.size(), threshold, alpha);
+  }
+  if (regressions > 0 && format != "text") {
+    for (const Line& l : lines)
+      if (l.regression) std::cerr << "regression: " << l.key << " (" << l.verdict << ")\n";
+  }
+  return regressions > 0 ? 1 : 0;
+}
+
+}  // namespace normbench::compare

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A/B benchmark of two commits on a noisy machine.
+#   scripts/ab.sh BASE_REF [NEW_REF]      (NEW_REF defaults to HEAD)
+# Builds both commits' normbench in separate build trees, runs them interleaved
+# (A B A B ...) on the same shapes in one job so drift of a shared machine hits both alike,
+# then compares the pooled repetitions with normbench-compare (Mann-Whitney U + threshold).
+# Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick") normbench
+# arguments for every run; AB_COMPARE_ARGS extra normbench-compare arguments (e.g. --format markdown).
+# Exit code: normbench-compare's (0 no regression, 1 regression, 2 error).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ $# -lt 1 ] || [ $# -gt 2 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  [ $# -ge 1 ] && [ "$1" != "-h" ] && [ "$1" != "--help" ] && exit 2
+  [ $# -lt 1 ] && exit 2
+  exit 0
+fi
+base_ref=$1
+new_ref=${2:-HEAD}
+rounds=${AB_ROUNDS:-5}
+read -r -a run_args <<< "${AB_ARGS:---shapes=quick}"
+read -r -a compare_args <<< "${AB_COMPARE_ARGS:-}"
+
+for ref in "$base_ref" "$new_ref"; do
+  git rev-parse --verify --quiet "$ref^{commit}" >/dev/null || { echo "ab.sh: '$ref' is not a commit" >&2; exit 2; }
+done
+
+./scripts/bootstrap.sh
+work=$(mktemp -d /tmp/normbench-ab.XXXXXX)
+cleanup() {
+  git worktree remove --force "$work/A" 2>/dev/null || true
+  git worktree remove --force "$work/B" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+build() {  # build <ref> <dir>: a worktree of ref, built Release without tests
+  git worktree add --detach --quiet "$2" "$1"
+  cmake -S "$2" -B "$2/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNORMBENCH_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$2/build" -j "$(nproc)" --target normbench "${@:3}" >/dev/null
+  echo "built $1 ($(git rev-parse --short "$1")) in $2/build"
+}
+echo "== building A = $base_ref and B = $new_ref =="
+build "$base_ref" "$work/A"
+build "$new_ref" "$work/B" normbench-compare
+
+a_reports=() b_reports=()
+for i in $(seq 1 "$rounds"); do
+  for side in A B; do
+    report="$work/$side-$i.csv"
+    echo "== round $i/$rounds: $side =="
+    "$work/$side/build/bench/normbench" "${run_args[@]}" --benchmark_repetitions=2 --report "$report" >/dev/null
+    if [ "$side" = A ]; then a_reports+=("$report"); else b_reports+=("$report"); fi
+  done
+done
+
+join() { local IFS=,; echo "$*"; }
+echo "== A = $base_ref vs B = $new_ref, $rounds interleaved rounds =="
+set +e
+"$work/B/build/reports/normbench-compare" "$(join "${a_reports[@]}")" "$(join "${b_reports[@]}")" "${compare_args[@]}"
+status=$?
+set -e
+mkdir -p reports/out
+cp "$work"/A-*.csv "$work"/B-*.csv reports/out/ 2>/dev/null || true
+echo "per-round reports copied to reports/out/ (A-*.csv, B-*.csv)"
+exit $status

@@ -1,0 +1,272 @@
+// normbench-compare: verdicts on synthetic reports, the Mann-Whitney U test, malformed input;
+// scripts/plot.py on the committed sample reports.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "normbench/compare.hpp"
+#include "normbench/report.hpp"
+
+namespace normbench::testing {
+namespace {
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code;
+  std::string out;
+};
+
+Result run(const std::string& cmd) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("nb-cmp-{}.out", getpid());
+  const int status = std::system(fmt::format("{} >{} 2>&1", cmd, out.string()).c_str());
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(out);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+fs::path temp(const std::string& name) { return fs::temp_directory_path() / fmt::format("nb-cmp-{}-{}", getpid(), name); }
+
+// A benchmark report with `cases` cases of `reps` repetitions around 1000 ns (+-1% noise);
+// `scale(case, rep)` multiplies each repetition.
+template <class Scale>
+void write_bench(const fs::path& path, int cases, int reps, Scale scale, const std::string& host = "hostA") {
+  report::MachineInfo m;
+  m.host = host;
+  m.cpu_model = "Test CPU";
+  report::CsvTable t(report::bench_columns());
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> noise(0.99, 1.01);
+  for (int c = 0; c < cases; ++c) {
+    std::vector<double> times;
+    std::string reps_text;
+    for (int r = 0; r < reps; ++r) {
+      times.push_back(1000.0 * (1 + c) * noise(rng) * scale(c, r));
+      reps_text += fmt::format("{}{:.3f}", r ? ";" : "", times.back());
+    }
+    std::sort(times.begin(), times.end());
+    const std::string median = report::num(times[times.size() / 2]);
+    std::vector<std::string> row = {"1", fmt::format("layernorm/impl{}/f32/1x{}/threads:1", c, 64 * (c + 1)), "layernorm",
+                                    fmt::format("impl{}", c), "highway", "AVX2", "f32", "1", std::to_string(64 * (c + 1)),
+                                    "1", "0", "1000", "1000", std::to_string(reps), "100", median, median, median, "0.01",
+                                    "1", "1", "10", "0.1", reps_text, ""};
+    for (std::string& v : report::machine_values(m)) row.push_back(v);
+    t.add_row(row);
+  }
+  t.write_atomically(path.string());
+}
+
+TEST(Compare, SameReportHasNoRegression) {
+  const fs::path a = temp("a.csv");
+  write_bench(a, 6, 10, [](int, int) { return 1.0; });
+  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), a.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0 regression(s) in 6 compared cases"), std::string::npos) << r.out;
+  fs::remove(a);
+}
+
+TEST(Compare, A25PercentSlowdownOnOneCaseIsARegressionNamed) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 6, 10, [](int, int) { return 1.0; });
+  write_bench(b, 6, 10, [](int c, int) { return c == 3 ? 1.25 : 1.0; });
+  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("layernorm/impl3/f32/1x256/threads:1"), std::string::npos);
+  EXPECT_NE(r.out.find("SLOWER"), std::string::npos);
+  EXPECT_NE(r.out.find("1 regression(s)"), std::string::npos) << r.out;
+  const Result md = run(fmt::format("{} {} {} --format markdown", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(md.exit_code, 1);
+  EXPECT_NE(md.out.find("| `layernorm/impl3/f32/1x256/threads:1` |"), std::string::npos) << md.out;
+  const Result csv = run(fmt::format("{} {} {} --format csv --filter impl3", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(csv.exit_code, 1);
+  EXPECT_NE(csv.out.find("case,baseline,current,change,p_value,verdict"), std::string::npos) << csv.out;
+  const Result filtered = run(fmt::format("{} {} {} --filter impl1", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(filtered.exit_code, 0) << filtered.out;
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST(Compare, NoiseWithinThreePercentIsNotARegression) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 8, 10, [](int, int) { return 1.0; });
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> noise(0.97, 1.03);
+  std::vector<double> factors(80);
+  for (double& f : factors) f = noise(rng);
+  write_bench(b, 8, 10, [&](int c, int r) { return factors[c * 10 + r]; });
+  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST(Compare, TooFewRepetitionsSaysSoAndUsesTheThreshold) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 3, 2, [](int, int) { return 1.0; });
+  write_bench(b, 3, 2, [](int c, int) { return c == 0 ? 1.25 : 1.0; }, "hostB");
+  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("too few repetitions"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("WARNING: the reports come from different machines"), 0u) << "warning must come first";
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST(Compare, RowsInOnlyOneFileAreListed) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 4, 10, [](int, int) { return 1.0; });
+  write_bench(b, 3, 10, [](int, int) { return 1.0; });
+  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("only in baseline: layernorm/impl3/f32/1x256/threads:1"), std::string::npos) << r.out;
+  fs::remove(a);
+  fs::remove(b);
+}
+
+// Rewrites one column of every row matching `select` in a copy of a committed sample report.
+void rewrite(const fs::path& from, const fs::path& to, const std::string& select_col, const std::string& select_val,
+             const std::string& col, const std::function<std::string(const std::string&)>& f) {
+  std::ifstream in(from);
+  std::ofstream out(to);
+  std::string line;
+  std::getline(in, line);
+  out << line << "\n";
+  std::vector<std::string> header;
+  std::stringstream hs(line);
+  for (std::string h; std::getline(hs, h, ',');) header.push_back(h);
+  const auto idx = [&](const std::string& name) { return std::find(header.begin(), header.end(), name) - header.begin(); };
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    for (std::string v; std::getline(ss, v, ',');) fields.push_back(v);
+    if (fields.size() == header.size() && fields[idx(select_col)] == select_val) fields[idx(col)] = f(fields[idx(col)]);
+    for (std::size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << fields[i];
+    out << "\n";
+  }
+}
+
+TEST(Compare, AccuracyReportWithDoubledUlpErrorIsARegression) {
+  const fs::path sample = fs::path(NORMBENCH_SOURCE_DIR) / "reports/samples/accuracy-4x768.csv";
+  const fs::path worse = temp("worse.csv");
+  rewrite(sample, worse, "implementation", "welford", "ulp_max", [](const std::string& v) { return report::num(2 * std::stod(v)); });
+  EXPECT_EQ(run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), sample.string())).exit_code, 0);
+  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("/welford/"), std::string::npos);
+  EXPECT_NE(r.out.find("ULP error grew"), std::string::npos);
+  // A within_bound that turns false is a regression too.
+  rewrite(sample, worse, "implementation", "naive", "within_bound", [](const std::string&) { return "0"; });
+  const Result b = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
+  EXPECT_EQ(b.exit_code, 1) << b.out;
+  EXPECT_NE(b.out.find("left its bound"), std::string::npos);
+  fs::remove(worse);
+}
+
+TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
+  const fs::path good = temp("good.csv"), bad = temp("bad.csv");
+  write_bench(good, 3, 5, [](int, int) { return 1.0; });
+  std::ifstream in(good);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  const auto write = [&](const std::vector<std::string>& ls) {
+    std::ofstream out(bad);
+    for (const auto& l : ls) out << l << "\n";
+  };
+  const auto expect = [&](const std::string& what, const std::string& needle) {
+    const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, good.string(), bad.string()));
+    EXPECT_EQ(r.exit_code, 2) << what << ": " << r.out;
+    EXPECT_NE(r.out.find(bad.string()), std::string::npos) << what << ": " << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << what << ": " << r.out;
+  };
+  {  // a missing column
+    std::vector<std::string> ls = lines;
+    for (auto& l : ls) l = l.substr(l.find(',') + 1);  // drops schema_version
+    write(ls);
+    expect("missing column", "schema_version");
+  }
+  {  // a non-numeric value in line 3
+    std::vector<std::string> ls = lines;
+    const auto pos = ls[2].find(";");
+    ls[2].replace(pos - 3, 3, "abc");
+    write(ls);
+    expect("non-numeric", ":3: column 'rep_times_ns'");
+  }
+  {  // a wrong schema_version in line 2
+    std::vector<std::string> ls = lines;
+    ls[1][0] = '9';
+    write(ls);
+    expect("schema", ":2: column 'schema_version': 9");
+  }
+  {  // a truncated line
+    std::vector<std::string> ls = lines;
+    ls[3] = ls[3].substr(0, ls[3].size() / 2);
+    write(ls);
+    expect("truncated", "line 4");
+  }
+  EXPECT_EQ(run(fmt::format("{} {} /nonexistent.csv", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);
+  EXPECT_EQ(run(fmt::format("{} {}", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);  // usage
+  fs::remove(good);
+  fs::remove(bad);
+}
+
+TEST(MannWhitney, ExactPValuesMatchTheTables) {
+  using compare::mann_whitney_u;
+  // Fully separated samples: p = 2 / C(n1 + n2, n1).
+  EXPECT_NEAR(mann_whitney_u({1, 2, 3}, {4, 5, 6}).p, 2.0 / 20, 1e-12);
+  EXPECT_NEAR(mann_whitney_u({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}).p, 2.0 / 252, 1e-12);  // scipy: 0.007937
+  EXPECT_NEAR(mann_whitney_u({6, 7, 8, 9, 10}, {1, 2, 3, 4, 5}).p, 2.0 / 252, 1e-12);
+  EXPECT_DOUBLE_EQ(mann_whitney_u({1, 2, 3}, {4, 5, 6}).min_p, 0.1);
+  // Interleaved samples: no evidence.
+  EXPECT_GT(mann_whitney_u({1, 3, 5, 7, 9}, {2, 4, 6, 8, 10}).p, 0.5);
+  // U = #(a > b) = 0+0+1+3+3 = 7. Under the null, the counts of U = 0..7 for 5 vs 5 are the
+  // Gaussian-binomial coefficients 1,1,2,3,5,7,9,11 (sum 39 of C(10,5) = 252): p = 2*39/252.
+  const auto r = mann_whitney_u({1, 2, 4, 7, 8}, {3, 5, 6, 9, 10});
+  EXPECT_DOUBLE_EQ(r.u, 7);
+  EXPECT_NEAR(r.p, 78.0 / 252, 1e-12);
+  // Ties use the normal approximation.
+  EXPECT_FALSE(mann_whitney_u({1, 1, 2}, {1, 2, 2}).exact);
+}
+
+// ---- plots ----
+
+TEST(Plots, SampleReportsGiveTheExpectedPngs) {
+  if (run("/usr/bin/python3 -c 'import matplotlib, numpy'").exit_code != 0)
+    GTEST_SKIP() << "Debian's python3-matplotlib / python3-numpy not installed";
+  const fs::path out = temp("plots");
+  const std::string src = NORMBENCH_SOURCE_DIR;
+  const Result r = run(fmt::format("/usr/bin/python3 {0}/scripts/plot.py --out {1} {0}/reports/samples/bench-quick.csv "
+                                   "{0}/reports/samples/accuracy-4x768.csv", src, out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> expected;
+  for (const char* norm : {"layernorm", "rmsnorm"}) {
+    for (const char* dtype : {"f32", "bf16"})
+      for (const char* t : {"1", "2"}) expected.push_back(fmt::format("throughput-{}-{}-t{}.png", norm, dtype, t));
+    for (const char* dtype : {"f32", "bf16"}) expected.push_back(fmt::format("speedup-{}-{}-t1.png", norm, dtype));
+    for (const char* dtype : {"f32", "f64", "bf16", "f16"}) expected.push_back(fmt::format("accuracy-{}-{}.png", norm, dtype));
+  }
+  expected.push_back("speedup-layernorm-f32-t2.png");  // threaded vs onednn at 2 threads
+  expected.push_back("speedup-layernorm-bf16-t2.png");
+  std::vector<std::string> got;
+  for (const auto& e : fs::directory_iterator(out)) got.push_back(e.path().filename().string());
+  std::sort(expected.begin(), expected.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, expected);
+  for (const std::string& name : got) {
+    std::ifstream png(out / name, std::ios::binary);
+    char sig[8] = {};
+    png.read(sig, 8);
+    EXPECT_EQ(std::string(sig, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << name;
+    EXPECT_GT(fs::file_size(out / name), 10000u) << name;
+    EXPECT_NE(r.out.find(name), std::string::npos) << "path not printed: " << name;
+  }
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace normbench::testing
