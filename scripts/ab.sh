@@ -4,22 +4,20 @@
 # Builds both commits' normbench in separate build trees, runs them interleaved
 # (A B A B ...) on the same shapes in one job so drift of a shared machine hits both alike,
 # then compares the pooled repetitions with normbench-compare (Mann-Whitney U + threshold).
-# Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick") normbench
+# Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick
+# --benchmark_min_time=0.02") normbench
 # arguments for every run; AB_COMPARE_ARGS extra normbench-compare arguments (e.g. --format markdown).
 # Exit code: normbench-compare's (0 no regression, 1 regression, 2 error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ $# -lt 1 ] || [ $# -gt 2 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
-  [ $# -ge 1 ] && [ "$1" != "-h" ] && [ "$1" != "--help" ] && exit 2
-  [ $# -lt 1 ] && exit 2
-  exit 0
-fi
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage >&2; exit 2; fi
 base_ref=$1
 new_ref=${2:-HEAD}
 rounds=${AB_ROUNDS:-5}
-read -r -a run_args <<< "${AB_ARGS:---shapes=quick}"
+read -r -a run_args <<< "${AB_ARGS:---shapes=quick --benchmark_min_time=0.02}"
 read -r -a compare_args <<< "${AB_COMPARE_ARGS:-}"
 
 for ref in "$base_ref" "$new_ref"; do
