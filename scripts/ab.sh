@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A/B benchmark of two commits on a noisy machine.
 #   scripts/ab.sh BASE_REF [NEW_REF]      (NEW_REF defaults to HEAD)
-# Builds both commits' normbench in separate build trees, runs them interleaved
-# (A B A B ...) on the same shapes in one job so drift of a shared machine hits both alike,
+# Builds both commits' normbench in separate build trees, runs them interleaved in ABBA order
+# (A B, B A, A B, ...) on the same shapes in one job so drift of a shared machine hits both alike,
 # then compares the pooled repetitions with normbench-compare (Mann-Whitney U + threshold).
 # Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick
 # --benchmark_min_time=0.02") normbench
@@ -44,7 +44,10 @@ build "$new_ref" "$work/B" normbench-compare
 
 a_reports=() b_reports=()
 for i in $(seq 1 "$rounds"); do
-  for side in A B; do
+  # ABBA order: A B, B A, A B, ... so a systematic "second run is slower" effect cancels too.
+  order="A B"
+  [ $((i % 2)) -eq 0 ] && order="B A"
+  for side in $order; do
     report="$work/$side-$i.csv"
     echo "== round $i/$rounds: $side =="
     "$work/$side/build/bench/normbench" "${run_args[@]}" --benchmark_repetitions=2 --report "$report" >/dev/null
