@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
+#include "normbench/cli.hpp"
 #include "normbench/listing.hpp"
 #include "normbench/normbench.hpp"
 #include "normbench/reference.hpp"
@@ -23,39 +24,18 @@ namespace normbench::accuracy {
 namespace {
 namespace fs = std::filesystem;
 
-struct Shape {
-  std::int64_t rows, cols;
-};
+using cli::Shape;
 
-Shape parse_shape(const std::string& s) {
-  const auto x = s.find('x');
-  std::int64_t r = 0, c = 0;
-  std::size_t used_r = 0, used_c = 0;
-  try {
-    if (x == std::string::npos) throw std::invalid_argument("x");
-    r = std::stoll(s.substr(0, x), &used_r);
-    c = std::stoll(s.substr(x + 1), &used_c);
-  } catch (const std::exception&) {
-    throw Error(fmt::format("malformed shape '{}' (expected ROWSxCOLS, e.g. 8x4096)", s));
-  }
-  if (used_r != x || used_c != s.size() - x - 1 || r < 1 || c < 1 || r > (1 << 20) || c > (1 << 26))
-    throw Error(fmt::format("malformed shape '{}' (rows in [1, 2^20], cols in [1, 2^26])", s));
-  return {r, c};
+// The reference keeps three long doubles per element: cap what --shape may ask for.
+Shape parse_accuracy_shape(const std::string& text) {
+  const Shape s = cli::parse_shape(text);
+  if (s.rows * s.cols > (std::int64_t{1} << 28))
+    throw Error(fmt::format("shape '{}' has more than 2^28 elements, too many for the long-double reference", text));
+  return s;
 }
 
 // Default shapes: cols 7, 768, 4096, 65537 with a few rows each.
 std::vector<Shape> default_shapes() { return {{16, 7}, {8, 768}, {4, 4096}, {4, 65537}}; }
-
-std::vector<std::string> split(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const std::string& item : items) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty()) out.push_back(part);
-  }
-  return out;
-}
 
 std::string g(double v) { return report::num(v); }
 
@@ -113,9 +93,9 @@ int run(int argc, char** argv) {
   std::string report_path;
   const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   try {
-    for (const auto& n : split(o.norms)) norms.push_back(parse_norm(n));
+    for (const auto& n : cli::split_list(o.norms)) norms.push_back(parse_norm(n));
     if (norms.empty()) norms.assign(std::begin(kAllNorms), std::end(kAllNorms));
-    for (const auto& i : split(o.impls)) impls.push_back(&find_implementation(i));
+    for (const auto& i : cli::split_list(o.impls)) impls.push_back(&find_implementation(i));
     if (impls.empty())
       for (const Implementation& impl : registry()) impls.push_back(&impl);
     if (!o.eps.empty() && (!(o.eps[0] >= 0) || !std::isfinite(o.eps[0])))
@@ -131,12 +111,12 @@ int run(int argc, char** argv) {
       dists = {DistCase{fs::path(o.input).stem().string(), std::numeric_limits<double>::quiet_NaN()}};
       shapes = {{user.rows, user.cols}};
     } else {
-      for (const auto& d : split(o.dtypes)) dtypes.push_back(parse_dtype(d));
+      for (const auto& d : cli::split_list(o.dtypes)) dtypes.push_back(parse_dtype(d));
       if (dtypes.empty()) dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
-      std::vector<std::string> names = split(o.dists);
+      std::vector<std::string> names = cli::split_list(o.dists);
       if (names.empty()) names.assign(std::begin(kDistributions), std::end(kDistributions));
       dists = expand(names);
-      for (const auto& s : split(o.shapes)) shapes.push_back(parse_shape(s));
+      for (const auto& s : cli::split_list(o.shapes)) shapes.push_back(parse_accuracy_shape(s));
       if (shapes.empty()) shapes = default_shapes();
     }
     if (!o.dump_dir.empty()) {

@@ -17,6 +17,7 @@
 
 #include "cases.hpp"
 #include "ceiling.hpp"
+#include "normbench/cli.hpp"
 #include "normbench/listing.hpp"
 #include "normbench/normbench.hpp"
 #include "normbench/report.hpp"
@@ -137,21 +138,6 @@ void run_ceiling_case(benchmark::State& state, const Case& c) {
   state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);  // the reporter records the rate
 }
 
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const std::string& item : items) {
-    std::size_t start = 0;
-    while (start <= item.size()) {
-      const std::size_t comma = item.find(',', start);
-      const std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!part.empty()) out.push_back(part);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return out;
-}
-
 std::vector<int> default_threads() {
   const int cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   std::vector<int> t;
@@ -247,15 +233,15 @@ int run(int argc, char** argv) {
   std::string report_path;
   try {
     if (o.shapes.empty()) shapes = shape_set(o.shape_set);
-    for (const std::string& s : split_list(o.shapes)) shapes.push_back(parse_shape(s));
-    for (const std::string& n : split_list(o.norms)) norms.push_back(parse_norm(n));
+    for (const std::string& s : cli::split_list(o.shapes)) shapes.push_back(parse_shape(s));
+    for (const std::string& n : cli::split_list(o.norms)) norms.push_back(parse_norm(n));
     if (norms.empty()) norms.assign(std::begin(kAllNorms), std::end(kAllNorms));
-    for (const std::string& i : split_list(o.impls)) impls.push_back(&find_implementation(i));
+    for (const std::string& i : cli::split_list(o.impls)) impls.push_back(&find_implementation(i));
     if (impls.empty())
       for (const Implementation& impl : registry()) impls.push_back(&impl);
-    for (const std::string& d : split_list(o.dtypes)) dtypes.push_back(parse_dtype(d));
+    for (const std::string& d : cli::split_list(o.dtypes)) dtypes.push_back(parse_dtype(d));
     if (dtypes.empty()) throw Error("--dtype: no dtype given");
-    for (const std::string& t : split_list(o.threads)) {
+    for (const std::string& t : cli::split_list(o.threads)) {
       int v = 0;
       if (!CLI::detail::lexical_cast(t, v) || v < 1 || v > kMaxThreads)
         throw Error(fmt::format("--threads: '{}' is not a thread count in [1, {}]", t, kMaxThreads));

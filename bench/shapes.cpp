@@ -1,38 +1,12 @@
 #include "shapes.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <limits>
 
 #include <fmt/format.h>
 
 #include "normbench/error.hpp"
 
 namespace normbench::bench {
-
-std::string shape_name(const Shape& s) { return fmt::format("{}x{}", s.rows, s.cols); }
-
-Shape parse_shape(std::string_view text) {
-  const auto bad = [&](std::string_view why) {
-    return Error(fmt::format("malformed shape '{}': {} (expected ROWSxCOLS, e.g. 128x4096)", text, why));
-  };
-  const auto x = text.find('x');
-  if (x == std::string_view::npos) throw bad("no 'x'");
-  Shape s{};
-  const auto parse = [&](std::string_view part, std::int64_t& out, const char* what) {
-    if (part.empty()) throw bad(fmt::format("{} is missing", what));
-    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
-    if (ec == std::errc::result_out_of_range) throw bad(fmt::format("{} is too large", what));
-    if (ec != std::errc() || ptr != part.data() + part.size()) throw bad(fmt::format("{} is not an integer", what));
-    if (out < 1) throw bad(fmt::format("{} must be at least 1", what));
-  };
-  parse(text.substr(0, x), s.rows, "rows");
-  parse(text.substr(x + 1), s.cols, "cols");
-  std::int64_t bytes = 0;  // x and y of the widest dtype (f64)
-  if (__builtin_mul_overflow(s.rows, s.cols, &bytes) || __builtin_mul_overflow(bytes, std::int64_t{16}, &bytes))
-    throw bad("rows*cols overflows");
-  return s;
-}
 
 namespace {
 void add_unique(std::vector<Shape>& v, Shape s) {

@@ -6,18 +6,13 @@
 #include <string_view>
 #include <vector>
 
+#include "normbench/cli.hpp"
+
 namespace normbench::bench {
 
-struct Shape {
-  std::int64_t rows;
-  std::int64_t cols;
-  bool operator==(const Shape&) const = default;
-};
-
-std::string shape_name(const Shape& s);  // "128x4096"
-
-// Parses "RxC" with R, C >= 1 and R*C*8 addressable; throws normbench::Error with the reason.
-Shape parse_shape(std::string_view text);
+using cli::parse_shape;
+using cli::Shape;
+using cli::shape_name;
 
 inline constexpr std::string_view kShapeSets[] = {"quick", "transformer", "cache-sweep", "odd", "full"};
 // Throws Error for an unknown set name (listing the known ones).
