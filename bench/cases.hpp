@@ -10,6 +10,9 @@
 
 namespace normbench::bench {
 
+// Name prefix of the hygiene probe (a repeat of an earlier case; printed, not written to the CSV).
+inline constexpr const char* kHygienePrefix = "hygiene-after-threads/";
+
 struct Case {
   std::string name;                 // norm/impl/dtype/RxC/threads:T (parseable)
   const Implementation* impl;       // nullptr for a ceiling case

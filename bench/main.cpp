@@ -163,7 +163,7 @@ std::size_t count_selected(const std::vector<std::string>& names, std::string fi
 struct Options {
   std::string shape_set = "transformer";
   std::vector<std::string> shapes, norms, impls, dtypes = {"f32", "bf16"}, threads;
-  bool cold_cache = false, list = false, every_repetition = false;
+  bool cold_cache = false, list = false, every_repetition = false, hygiene = false;
   std::string report_path;
 };
 
@@ -204,6 +204,9 @@ int run(int argc, char** argv) {
   app.add_option("--report", o.report_path, "CSV report path (default reports/out/bench-<host>-<UTC time>.csv)");
   app.add_flag("--list", o.list, "Print the implementation registry as CSV and exit");
   app.add_flag("--every-repetition", o.every_repetition, "Show every repetition on the console, not only aggregates");
+  app.add_flag("--hygiene-check", o.hygiene,
+               "Re-measure the first 1-thread highway case after all threaded cases and print both medians "
+               "(spinning OpenMP workers would slow the second)");
   app.footer(
       "Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_repetitions=N (default here 5),\n"
       "--benchmark_min_time=SECONDS (default here 0.1), --benchmark_out=FILE, --benchmark_format=..., etc.\n"
@@ -287,6 +290,17 @@ int run(int argc, char** argv) {
                                  impl, n, t, s, th, o.cold_cache, xy + params, xy + params, ceiling});
           }
       }
+  // The hygiene probe: the first 1-thread highway case again, after every threaded case.
+  if (o.hygiene) {
+    const auto probe = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
+      return !c.is_ceiling() && c.threads == 1 && c.impl->name == "highway";
+    });
+    if (probe != cases.end()) {
+      Case again = *probe;
+      again.name = kHygienePrefix + probe->name;
+      cases.push_back(again);
+    }
+  }
   if (cases.empty()) {
     std::cerr << "normbench: the selection is empty (no implementation supports the chosen norms and dtypes)\n";
     return 2;

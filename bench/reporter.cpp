@@ -78,6 +78,17 @@ void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
   }
   if (!counted) return;
   ++done_;
+  for (const Run& r : runs) {
+    const std::string name = r.run_name.function_name;
+    if (r.run_type != Run::RT_Iteration || name.rfind(kHygienePrefix, 0) != 0) continue;
+    const std::string probe = name.substr(std::string(kHygienePrefix).size());
+    const auto before = results_.find(probe), after = results_.find(name);
+    if (before == results_.end() || after == results_.end()) break;
+    const double b = median(before->second.seconds_per_iter), a = median(after->second.seconds_per_iter);
+    std::cerr << fmt::format("[normbench] hygiene: {} median {:.1f} ns before the threaded cases, {:.1f} ns after "
+                             "(after/before = {:.3f})\n", probe, b * 1e9, a * 1e9, a / b);
+    break;
+  }
   GetOutputStream().flush();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double left = done_ < expected_runs_ ? elapsed / done_ * (expected_runs_ - done_) : 0;
@@ -89,6 +100,7 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
   report::CsvTable table(report::bench_columns());
   const auto machine = report::machine_values(machine_);
   for (const std::string& name : order_) {
+    if (name.rfind(kHygienePrefix, 0) == 0) continue;  // printed by ReportRuns, not a case of its own
     const Case& c = cases_.at(name);
     const Result& res = results_.at(name);
     const double t_med = median(res.seconds_per_iter);

@@ -34,7 +34,7 @@ start=$(date +%s)
 # (oneDNN included when built). Medians over 5 repetitions of at least 0.05 s each.
 echo "== benchmark: $shapes shapes, f32 and bf16, threads 1 and $(nproc) =="
 build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads "1,$(nproc)" \
-  --benchmark_min_time=0.05 --report "$bench_csv" "${extra[@]}"
+  --benchmark_min_time=0.05 --hygiene-check --report "$bench_csv" "${extra[@]}"
 echo "benchmark took $(( $(date +%s) - start )) s"
 
 reports=("$bench_csv")
