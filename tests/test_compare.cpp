@@ -168,6 +168,22 @@ TEST(Compare, AccuracyReportWithDoubledUlpErrorIsARegression) {
   fs::remove(worse);
 }
 
+TEST(Compare, ASlowerMachineCeilingIsDriftNotARegression) {
+  const fs::path sample = fs::path(NORMBENCH_SOURCE_DIR) / "reports/samples/bench-quick.csv";
+  const fs::path drift = temp("drift.csv");
+  rewrite(sample, drift, "implementation", "stream-scale", "rep_times_ns", [](const std::string& v) {
+    std::stringstream in(v), out;
+    std::string t;
+    for (int i = 0; std::getline(in, t, ';'); ++i) out << (i ? ";" : "") << std::stod(t) * 1.25;
+    return out.str();
+  });
+  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), drift.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("machine slower"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WARNING: the machine's bandwidth ceiling moved by +25.0%"), std::string::npos) << r.out;
+  fs::remove(drift);
+}
+
 TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
   const fs::path good = temp("good.csv"), bad = temp("bad.csv");
   write_bench(good, 3, 5, [](int, int) { return 1.0; });

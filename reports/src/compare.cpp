@@ -79,6 +79,7 @@ enum class Kind { kBench, kAccuracy };
 
 struct Row {
   std::string key;                          // printable, e.g. layernorm/highway/f32/128x4096/threads:1
+  bool ceiling = false;                     // bench: the machine's bandwidth reference, not an implementation
   std::vector<double> times;                // bench: per-repetition ns
   double median = NAN;                      // bench: median ns per call
   double normwise = NAN, ulp = NAN;         // accuracy
@@ -146,6 +147,7 @@ void load(const std::string& path, Report& rep) {
                                           f[7] == "1" ? "/cold" : "");
       Row& row = r.rows[key];
       row.key = key;
+      row.ceiling = f[2] == "stream-scale";
       number(f[8], p, line, "time_median_ns");
       std::stringstream ss(f[9]);
       std::string t;
@@ -241,6 +243,7 @@ int run(int argc, char** argv) {
   const double thr = threshold / 100;
   std::vector<Line> lines;
   std::vector<std::string> only_base, only_cur, notes;
+  std::vector<double> ceiling_changes;
   bool too_few_noted = false;
   for (const auto& [key, b] : base.rows) {
     if (re && !std::regex_search(key, *re)) continue;
@@ -268,7 +271,10 @@ int run(int argc, char** argv) {
         too_few_noted = true;
       }
       const bool decided = significant || !testable;
-      if (change > thr && decided) {
+      if (b.ceiling) {  // the machine's reference moved: drift, reported but never a code regression
+        ceiling_changes.push_back(change);
+        l.verdict = change > thr && decided ? "machine slower" : change < -thr && decided ? "machine faster" : "same";
+      } else if (change > thr && decided) {
         l.verdict = "SLOWER";
         l.regression = true;
       } else if (change < -thr && decided) {
@@ -305,6 +311,15 @@ int run(int argc, char** argv) {
                                    "differences may be the machine's, not the code's",
                                    fmt::join(base.hosts, " "), fmt::join(base.cpus, " "), fmt::join(cur.hosts, " "),
                                    fmt::join(cur.cpus, " ")));
+  if (!ceiling_changes.empty()) {
+    std::sort(ceiling_changes.begin(), ceiling_changes.end());
+    const double mid = ceiling_changes[ceiling_changes.size() / 2];
+    if (std::fabs(mid) > thr / 2)
+      warnings.push_back(fmt::format("WARNING: the machine's bandwidth ceiling moved by {:+.1f}% (median over {} "
+                                     "ceiling cases) between the runs: part of every difference is the machine's. "
+                                     "scripts/ab.sh interleaves the runs to cancel such drift.",
+                                     100 * mid, ceiling_changes.size()));
+  }
   const bool bench = base.kind == Kind::kBench;
   const std::array<std::string, 6> head = {"case", bench ? "baseline (median)" : "baseline (normwise / max ulp)",
                                            bench ? "current (median)" : "current (normwise / max ulp)",
