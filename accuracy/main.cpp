@@ -193,9 +193,11 @@ int run(int argc, char** argv) {
                                              m.var_rel_err_max, 2 * m.bound, m.kappa_max));
             if (dc.dist == "offset") {
               Cell& c = summary[{static_cast<int>(n), static_cast<int>(t), std::string(impl->name), dc.kappa_target}];
-              c.normwise = std::max(c.normwise, m.normwise_ulp_max);
-              c.ulp = std::max(c.ulp, m.ulp_max);
-              c.seen = true;
+              if (!std::isnan(m.normwise_ulp_max)) {  // NaN: nothing finite to measure (e.g. f16 overflow)
+                c.normwise = std::max(c.normwise, m.normwise_ulp_max);
+                c.ulp = std::max(c.ulp, m.ulp_max);
+                c.seen = true;
+              }
             }
           }
           const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -222,7 +224,9 @@ int run(int argc, char** argv) {
               continue;
             }
             any = true;
-            line += fmt::format(" {:>22}", fmt::format("{:.3g} / {:.3g}", it->second.normwise, it->second.ulp));
+            line += fmt::format(" {:>22}", it->second.seen ? fmt::format("{:.3g} / {:.3g}", it->second.normwise,
+                                                                          it->second.ulp)
+                                                           : "n/a (none finite)");
           }
           if (any) std::cout << line << "\n";
         }
