@@ -192,21 +192,29 @@ HWY_INLINE hn::TFromD<D> ShiftedSum(D d, const T* HWY_RESTRICT x, std::size_t n,
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
 }
 
-// c = sum(x - m) and s = sum((x - m)^2), two independent accumulator pairs.
+// c = sum(x - m) and s = sum((x - m)^2), four independent accumulator pairs (the FMA chain is
+// latency-bound with fewer).
 template <class D, class T>
 HWY_INLINE void CentredSums(D d, const T* HWY_RESTRICT x, std::size_t n, hn::TFromD<D> mean,
                             hn::TFromD<D>& c, hn::TFromD<D>& s) {
   const std::size_t N = hn::Lanes(d);
   const auto m = hn::Set(d, mean);
-  auto c0 = hn::Zero(d), c1 = hn::Zero(d), s0 = hn::Zero(d), s1 = hn::Zero(d);
+  auto c0 = hn::Zero(d), c1 = hn::Zero(d), c2 = hn::Zero(d), c3 = hn::Zero(d);
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
   std::size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
+  for (; i + 4 * N <= n; i += 4 * N) {
     const auto d0 = hn::Sub(LoadRow(d, x + i), m);
     const auto d1 = hn::Sub(LoadRow(d, x + i + N), m);
+    const auto d2 = hn::Sub(LoadRow(d, x + i + 2 * N), m);
+    const auto d3 = hn::Sub(LoadRow(d, x + i + 3 * N), m);
     c0 = hn::Add(c0, d0);
     s0 = hn::MulAdd(d0, d0, s0);
     c1 = hn::Add(c1, d1);
     s1 = hn::MulAdd(d1, d1, s1);
+    c2 = hn::Add(c2, d2);
+    s2 = hn::MulAdd(d2, d2, s2);
+    c3 = hn::Add(c3, d3);
+    s3 = hn::MulAdd(d3, d3, s3);
   }
   for (; i + N <= n; i += N) {
     const auto d0 = hn::Sub(LoadRow(d, x + i), m);
@@ -218,8 +226,8 @@ HWY_INLINE void CentredSums(D d, const T* HWY_RESTRICT x, std::size_t n, hn::TFr
     c1 = hn::Add(c1, d1);
     s1 = hn::MulAdd(d1, d1, s1);
   }
-  c = hn::GetLane(hn::SumOfLanes(d, hn::Add(c0, c1)));
-  s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  c = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(c0, c1), hn::Add(c2, c3))));
+  s = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
 }
 
 // sum(x^2), four independent accumulators.
@@ -248,9 +256,13 @@ HWY_INLINE hn::TFromD<D> SumOfSquares(D d, const T* HWY_RESTRICT x, std::size_t 
 }
 
 // y = (x - mean) * rstd [* gamma] [+ beta]; reads each x vector before writing y (in place ok).
+// While this row is in L1, it prefetches the next row's x into L2, so its memory traffic overlaps
+// this row's compute (interleaved A/B: bf16 2048x4096 10-16% faster, nothing slower). Prefetching
+// into L1, or prefetching y for writing, made 16 KiB rows 12-16% slower.
 template <class D, class T, class P>
 HWY_INLINE void Apply(D d, const T* x, T* y, std::size_t n, hn::TFromD<D> mean,
-                      hn::TFromD<D> rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta) {
+                      hn::TFromD<D> rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
+                      const T* next_x) {
   const std::size_t N = hn::Lanes(d);
   const auto m = hn::Set(d, mean), r = hn::Set(d, rstd);
   const auto one_vector = [&](hn::Vec<D> xv, hn::Vec<D> g, hn::Vec<D> b) {
@@ -261,6 +273,7 @@ HWY_INLINE void Apply(D d, const T* x, T* y, std::size_t n, hn::TFromD<D> mean,
   };
   std::size_t i = 0;
   for (; i + N <= n; i += N) {
+    if (next_x) __builtin_prefetch(next_x + i, 0, 1);  // into L2: into L1 it evicts this row (measured)
     const auto g = gamma ? LoadRow(d, gamma + i) : hn::Zero(d);
     const auto b = beta ? LoadRow(d, beta + i) : hn::Zero(d);
     StoreRow(d, one_vector(LoadRow(d, x + i), g, b), y + i);
@@ -302,7 +315,8 @@ void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin
     const C rstd = C(1) / std::sqrt(var + eps);
     if (b.mean) b.mean[r] = static_cast<float>(mean);
     if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
-    Apply(d, x, y, n, mean, rstd, gamma, beta);
+    const bool more = r + 1 < row_end;
+    Apply(d, x, y, n, mean, rstd, gamma, beta, more ? x + p.cols : nullptr);
   }
 }
 
