@@ -11,8 +11,10 @@ namespace {
 TEST(Threaded, BitwiseEqualToHighwayForEveryThreadCount) {
   const Implementation& hw = find_implementation("highway");
   const Implementation& th = find_implementation("threaded");
-  const std::pair<std::int64_t, std::int64_t> shapes[] = {{64, 1000}, {64, 4096}, {3, 65537},
-                                                          {1000, 768}, {7, 33}, {1, 65537}};
+  // Rows >= threads split by rows; fewer, long rows split into fixed chunks (several chunks of
+  // 32K plus a ragged tail) merged in order.
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{64, 1000}, {64, 4096}, {3, 65537},  {1000, 768},
+                                                          {7, 33},    {1, 65537}, {1, 163845}, {2, 131072}};
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);
     for (Norm n : kAllNorms)

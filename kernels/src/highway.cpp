@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "chunked_stats.hpp"
 #include "families.hpp"
 #include "normbench/simd_convert.hpp"
 
@@ -286,6 +287,33 @@ HWY_INLINE void Apply(D d, const T* x, T* y, std::size_t n, hn::TFromD<D> mean,
   }
 }
 
+// Corrected two-pass statistics of n values: mean and M2 = sum (x - mean)^2 (may round slightly
+// below zero; the caller clamps).
+template <class D, class T>
+HWY_INLINE void BlockStats(D d, const T* HWY_RESTRICT x, std::size_t n, hn::TFromD<D>& mean, hn::TFromD<D>& m2) {
+  using C = hn::TFromD<D>;
+  const C inv_n = C(1) / static_cast<C>(n);
+  const C shift = static_cast<C>(widen(x[0]));
+  const C mean0 = shift + ShiftedSum(d, x, n, shift) * inv_n;
+  C c, s;
+  CentredSums(d, x, n, mean0, c, s);
+  mean = mean0 + c * inv_n;
+  m2 = s - c * c * inv_n;
+}
+
+// Statistics of chunk k of a row (see chunked_stats.hpp): LayerNorm (mean, M2), RMSNorm (-, sum x^2).
+template <class D, class T>
+HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t cols, std::int64_t k, Norm norm,
+                                hn::TFromD<D>& mean, hn::TFromD<D>& m2) {
+  const std::int64_t begin = k * detail::kStatsChunk;
+  const auto n = static_cast<std::size_t>(std::min(cols - begin, detail::kStatsChunk));
+  mean = 0;
+  if (norm == Norm::kLayerNorm)
+    BlockStats(d, row + begin, n, mean, m2);
+  else
+    m2 = SumOfSquares(d, row + begin, n);
+}
+
 // T: storage type; C: compute type (f32, or f64 for f64 data and for the accuracy-first variant).
 template <class T, class C>
 void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
@@ -293,26 +321,30 @@ void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin
   const hn::ScalableTag<C> d;
   HWY_DASSERT(hn::Lanes(d) * sizeof(C) <= kMaxVectorBytes);
   const std::size_t n = static_cast<std::size_t>(p.cols);
-  const C inv_n = C(1) / static_cast<C>(n);
   const auto* gamma = static_cast<const P*>(b.gamma);
   const auto* beta = static_cast<const P*>(b.beta);
-  const C eps = static_cast<C>(p.eps);
+  const std::int64_t chunks = detail::chunk_count(p.cols);
   for (std::int64_t r = row_begin; r < row_end; ++r) {
     const T* x = static_cast<const T*>(b.x) + r * p.cols;
     T* y = static_cast<T*>(b.y) + r * p.cols;
-    C mean = 0, var;
-    if (p.norm == Norm::kLayerNorm) {
-      const C shift = static_cast<C>(widen(x[0]));
-      const C mean0 = shift + ShiftedSum(d, x, n, shift) * inv_n;
-      C c, s;
-      CentredSums(d, x, n, mean0, c, s);
-      mean = mean0 + c * inv_n;
-      const C v = (s - c * c * inv_n) * inv_n;
-      var = v < 0 ? C(0) : v;  // clamps rounding below zero; NaN from an overflowed sum stays NaN
-    } else {
-      var = SumOfSquares(d, x, n) * inv_n;
+    C mean = 0, m2 = 0;
+    if (chunks == 1) {
+      ChunkStatsTyped(d, x, p.cols, 0, p.norm, mean, m2);
+    } else {  // long rows: fixed chunks merged in order, exactly as `threaded` does in parallel
+      detail::ChunkAccumulator<C> acc;
+      for (std::int64_t k = 0; k < chunks; ++k) {
+        C chunk_mean, chunk_m2;
+        ChunkStatsTyped(d, x, p.cols, k, p.norm, chunk_mean, chunk_m2);
+        const C count = static_cast<C>(std::min(p.cols - k * detail::kStatsChunk, detail::kStatsChunk));
+        if (p.norm == Norm::kLayerNorm)
+          acc.add_layernorm(count, chunk_mean, chunk_m2);
+        else
+          acc.add_rmsnorm(chunk_m2);
+      }
+      mean = acc.mean;
+      m2 = acc.m2;
     }
-    const C rstd = C(1) / std::sqrt(var + eps);
+    const C rstd = detail::row_rstd(m2, p.cols, p.eps);
     if (b.mean) b.mean[r] = static_cast<float>(mean);
     if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
     const bool more = r + 1 < row_end;
@@ -326,6 +358,51 @@ void ForwardRows(const Problem& p, const Buffers& b, std::int64_t row_begin, std
     case DType::kF64: return ForwardRowsTyped<double, double>(p, b, row_begin, row_end);
     case DType::kBF16: return ForwardRowsTyped<bf16, float>(p, b, row_begin, row_end);
     case DType::kF16: return ForwardRowsTyped<f16, float>(p, b, row_begin, row_end);
+  }
+}
+
+// One chunk of one row, for `threaded` when it splits long rows: statistics (the compute type's
+// values, exactly, in doubles) and the apply step over a column range.
+template <class T>
+void ChunkStatsOf(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t k, double* mean, double* m2) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const hn::ScalableTag<C> d;
+  C cm, c2;
+  ChunkStatsTyped(d, static_cast<const T*>(b.x) + row * p.cols, p.cols, k, p.norm, cm, c2);
+  *mean = cm;
+  *m2 = c2;
+}
+
+template <class T>
+void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end,
+                  double mean, double rstd) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  using P = C;
+  const hn::ScalableTag<C> d;
+  const T* x = static_cast<const T*>(b.x) + row * p.cols + begin;
+  T* y = static_cast<T*>(b.y) + row * p.cols + begin;
+  const auto* gamma = b.gamma ? static_cast<const P*>(b.gamma) + begin : nullptr;
+  const auto* beta = b.beta ? static_cast<const P*>(b.beta) + begin : nullptr;
+  Apply(d, x, y, static_cast<std::size_t>(end - begin), static_cast<C>(mean), static_cast<C>(rstd), gamma, beta,
+        static_cast<const T*>(nullptr));
+}
+
+void ChunkStats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t k, double* mean, double* m2) {
+  switch (p.dtype) {
+    case DType::kF32: return ChunkStatsOf<float>(p, b, row, k, mean, m2);
+    case DType::kF64: return ChunkStatsOf<double>(p, b, row, k, mean, m2);
+    case DType::kBF16: return ChunkStatsOf<bf16>(p, b, row, k, mean, m2);
+    case DType::kF16: return ChunkStatsOf<f16>(p, b, row, k, mean, m2);
+  }
+}
+
+void ApplyRange(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end,
+                double mean, double rstd) {
+  switch (p.dtype) {
+    case DType::kF32: return ApplyRangeOf<float>(p, b, row, begin, end, mean, rstd);
+    case DType::kF64: return ApplyRangeOf<double>(p, b, row, begin, end, mean, rstd);
+    case DType::kBF16: return ApplyRangeOf<bf16>(p, b, row, begin, end, mean, rstd);
+    case DType::kF16: return ApplyRangeOf<f16>(p, b, row, begin, end, mean, rstd);
   }
 }
 
@@ -377,6 +454,8 @@ HWY_AFTER_NAMESPACE();
 namespace normbench {
 HWY_EXPORT(ForwardRows);
 HWY_EXPORT(ForwardRowsF64);
+HWY_EXPORT(ChunkStats);
+HWY_EXPORT(ApplyRange);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(Convert);
 
@@ -402,6 +481,14 @@ void highway_rows(const Problem& p, const Buffers& b, std::int64_t row_begin, st
 }
 void highway_forward(const Problem& p, const Buffers& b, const RunConfig&) {
   highway_rows(p, b, 0, p.rows);
+}
+void highway_chunk_stats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t chunk, double* mean,
+                         double* m2) {
+  HWY_DYNAMIC_DISPATCH(ChunkStats)(p, b, row, chunk, mean, m2);
+}
+void highway_apply_range(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end,
+                         double mean, double rstd) {
+  HWY_DYNAMIC_DISPATCH(ApplyRange)(p, b, row, begin, end, mean, rstd);
 }
 void highway_f64_forward(const Problem& p, const Buffers& b, const RunConfig&) {
   HWY_DYNAMIC_DISPATCH(ForwardRowsF64)(p, b, 0, p.rows);

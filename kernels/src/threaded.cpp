@@ -1,10 +1,15 @@
-// threaded: rows split into one contiguous block per OpenMP thread, each block running the
-// highway kernel. A row is always computed whole by one thread with the same code, so the
-// output is bitwise identical to `highway` for every thread count.
+// threaded: the highway kernel over OpenMP threads, bitwise identical to `highway` for every
+// thread count.
+//  - Many rows: contiguous blocks of rows per thread; each row computed whole by one thread.
+//  - Fewer rows than threads and long rows (decode shapes, benchdnn's 1 x 33,554,432): each row's
+//    fixed chunks (chunked_stats.hpp) are reduced in parallel, merged in chunk order with the same
+//    function `highway` uses, then applied in parallel.
 #include <algorithm>
+#include <vector>
 
 #include <omp.h>
 
+#include "chunked_stats.hpp"
 #include "families.hpp"
 
 namespace normbench::detail {
@@ -12,9 +17,49 @@ namespace {
 // Below this many elements per thread, waking a thread costs more than it saves
 // (a futex wake is ~5-20 us; 32K f32 elements move 256 KiB, ~10 us at L2 bandwidth).
 constexpr std::int64_t kMinElementsPerThread = 32 * 1024;
+
+template <class C>
+void merge_row(const Problem& p, const Buffers& b, std::int64_t r, const std::vector<double>& mean,
+               const std::vector<double>& m2, double& out_mean, double& out_rstd) {
+  ChunkAccumulator<C> acc;
+  for (std::size_t k = 0; k < mean.size(); ++k) {
+    const C count = static_cast<C>(std::min(p.cols - static_cast<std::int64_t>(k) * kStatsChunk, kStatsChunk));
+    if (p.norm == Norm::kLayerNorm)
+      acc.add_layernorm(count, static_cast<C>(mean[k]), static_cast<C>(m2[k]));
+    else
+      acc.add_rmsnorm(static_cast<C>(m2[k]));
+  }
+  const C rstd = row_rstd(acc.m2, p.cols, p.eps);
+  if (b.mean) b.mean[r] = static_cast<float>(acc.mean);
+  if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
+  out_mean = acc.mean;
+  out_rstd = rstd;
+}
+
+void split_long_rows(const Problem& p, const Buffers& b, int threads) {
+  const std::int64_t chunks = chunk_count(p.cols);
+  std::vector<double> mean(chunks), m2(chunks);
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::int64_t k = 0; k < chunks; ++k) highway_chunk_stats(p, b, r, k, &mean[k], &m2[k]);
+    double row_mean, rstd;
+    if (p.dtype == DType::kF64)
+      merge_row<double>(p, b, r, mean, m2, row_mean, rstd);
+    else
+      merge_row<float>(p, b, r, mean, m2, row_mean, rstd);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::int64_t k = 0; k < chunks; ++k)
+      highway_apply_range(p, b, r, k * kStatsChunk, std::min(p.cols, (k + 1) * kStatsChunk), row_mean, rstd);
+  }
+}
 }  // namespace
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
+  const std::int64_t chunks = chunk_count(p.cols);
+  if (cfg.threads > 1 && p.rows < cfg.threads && chunks >= 2) {
+    split_long_rows(p, b, static_cast<int>(std::min<std::int64_t>(cfg.threads, chunks)));
+    return;
+  }
   const std::int64_t by_size = std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread);
   const int threads = static_cast<int>(std::min({static_cast<std::int64_t>(cfg.threads), p.rows, by_size}));
   if (threads <= 1) {  // no parallel region at all: a 1-thread run costs what highway costs
