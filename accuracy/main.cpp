@@ -2,11 +2,11 @@
 // seeded input distributions (a condition-number sweep among them) or the user's own tensors.
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <random>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

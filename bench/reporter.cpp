@@ -14,13 +14,6 @@ std::map<std::string, std::vector<double>>& ceiling_samples() {
   return m;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double coefficient_of_variation(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
   const double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
@@ -39,7 +32,7 @@ void record_ceiling(const std::string& name, double bps) { ceiling_samples()[nam
 
 double ceiling_bytes_per_second(const std::string& name) {
   const auto it = ceiling_samples().find(name);
-  return it == ceiling_samples().end() ? 0 : median(it->second);
+  return it == ceiling_samples().end() ? 0 : report::median(it->second);
 }
 
 NormbenchReporter::NormbenchReporter(std::vector<Case> cases, std::size_t expected_runs,
@@ -84,7 +77,7 @@ void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
     const std::string probe = name.substr(std::string(kHygienePrefix).size());
     const auto before = results_.find(probe), after = results_.find(name);
     if (before == results_.end() || after == results_.end()) break;
-    const double b = median(before->second.seconds_per_iter), a = median(after->second.seconds_per_iter);
+    const double b = report::median(before->second.seconds_per_iter), a = report::median(after->second.seconds_per_iter);
     std::cerr << fmt::format("[normbench] hygiene: {} median {:.1f} ns before the threaded cases, {:.1f} ns after "
                              "(after/before = {:.3f})\n", probe, b * 1e9, a * 1e9, a / b);
     break;
@@ -103,7 +96,7 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
     if (name.rfind(kHygienePrefix, 0) == 0) continue;  // printed by ReportRuns, not a case of its own
     const Case& c = cases_.at(name);
     const Result& res = results_.at(name);
-    const double t_med = median(res.seconds_per_iter);
+    const double t_med = report::median(res.seconds_per_iter);
     const double gbps = c.bytes_per_iter / t_med / 1e9;
     double ceiling = ceiling_bytes_per_second(c.ceiling_name) / 1e9;
     if (c.is_ceiling()) ceiling = gbps;
@@ -120,7 +113,7 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
         c.is_ceiling() ? machine_.hwy_target : c.impl->target(), std::string(dtype_name(c.dtype)),
         std::to_string(c.shape.rows), std::to_string(c.shape.cols), std::to_string(c.threads),
         c.cold_cache ? "1" : "0", std::to_string(c.bytes_per_iter), std::to_string(c.working_set_bytes),
-        std::to_string(res.seconds_per_iter.size()), report::num(median(res.iterations)),
+        std::to_string(res.seconds_per_iter.size()), report::num(report::median(res.iterations)),
         report::num(t_med * 1e9), report::num(ok ? *tmin * 1e9 : std::nan("")),
         report::num(ok ? *tmax * 1e9 : std::nan("")), report::num(ok ? coefficient_of_variation(res.seconds_per_iter) : std::nan("")),
         report::num(gbps), report::num(c.shape.rows * c.shape.cols / t_med / 1e9),

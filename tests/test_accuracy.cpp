@@ -1,7 +1,6 @@
 // The accuracy harness finds what it should; low-kappa errors stay within a derived bound; .npy
 // files round-trip and malformed ones are rejected with a precise error.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli_support.hpp"
 #include "harness.hpp"
 #include "normbench/csv_read.hpp"
 #include "npy.hpp"
@@ -147,10 +147,7 @@ TEST(Npy, RoundTripsEveryDtype) {
   }
 }
 
-int shell(const std::string& cmd) {
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+int shell(const std::string& cmd) { return run_command(cmd).exit_code; }
 
 TEST(Npy, InteroperatesWithNumpy) {
   if (shell("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) GTEST_SKIP() << "Debian's python3-numpy not installed";
@@ -220,15 +217,7 @@ TEST(Npy, MalformedFilesAreRejectedWithTheReason) {
 // ---- the CLI and its report ----
 
 TEST(AccuracyCli, ReportHasTheDocumentedColumnsAndUserTensorsWork) {
-  std::ifstream in(NORMBENCH_REPORTS_README);
-  std::string line;
-  bool inside = false;
-  std::vector<std::string> doc;
-  while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) inside = line.find("Accuracy report") != std::string::npos;
-    std::smatch m;
-    if (inside && std::regex_search(line, m, std::regex(R"(^\| `([a-z_0-9]+)` \| [a-z]+ \|)"))) doc.push_back(m[1]);
-  }
+  const std::vector<std::string> doc = documented_columns(NORMBENCH_REPORTS_README, "Accuracy report").names;
   constexpr std::size_t kColumns = 41;
   ASSERT_EQ(doc.size(), kColumns);
   std::array<std::string, kColumns> names;

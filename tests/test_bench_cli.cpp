@@ -1,17 +1,15 @@
 // normbench end to end: a quick run writes a CSV whose columns are exactly those documented in
 // reports/README.md (parsed with fast-cpp-csv-parser), and bad input exits 2 before any run.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "cli_support.hpp"
 #include "normbench/csv_read.hpp"
 #include "normbench/normbench.hpp"
 #include "peers.hpp"
@@ -20,54 +18,21 @@ namespace normbench::testing {
 namespace {
 namespace fs = std::filesystem;
 
-struct Documented {
-  std::vector<std::string> names;
-  std::map<std::string, std::string> types;
-};
-
-// The column table under `heading` in reports/README.md: lines "| `name` | type | meaning |".
-Documented documented_columns(const std::string& heading) {
-  std::ifstream in(NORMBENCH_REPORTS_README);
-  std::string line;
-  bool inside = false;
-  Documented d;
-  const std::regex row(R"(^\| `([a-z_0-9]+)` \| ([a-z]+) \|)");
-  while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) inside = line.find(heading) != std::string::npos;
-    std::smatch m;
-    if (inside && std::regex_search(line, m, row)) {
-      d.names.push_back(m[1]);
-      d.types[m[1]] = m[2];
-    }
-  }
-  return d;
-}
-
-struct Result {
-  int exit_code;
-  std::string err;
-};
-
-Result run(const std::string& args) {
-  const fs::path err = fs::temp_directory_path() / fmt::format("normbench-test-{}.err", getpid());
-  const std::string cmd = fmt::format("{} {} >/dev/null 2>{}", NORMBENCH_BIN, args, err.string());
-  const int status = std::system(cmd.c_str());
-  std::ifstream in(err);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  fs::remove(err);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+// stderr only (the console table goes to /dev/null): progress and error lines.
+CommandResult run(const std::string& args) {
+  return run_command(fmt::format("{} {} 2>&1 >/dev/null", NORMBENCH_BIN, args));
 }
 
 constexpr std::size_t kBenchColumns = 37;
 
 TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
-  const Documented doc = documented_columns("Benchmark report");
+  const DocumentedColumns doc = documented_columns(NORMBENCH_REPORTS_README, "Benchmark report");
   ASSERT_EQ(doc.names.size(), kBenchColumns) << "reports/README.md and this test disagree on the schema";
   const fs::path report = fs::temp_directory_path() / fmt::format("normbench-quick-{}.csv", getpid());
-  const Result r = run(fmt::format("--shapes=quick --benchmark_min_time=0.002 --benchmark_repetitions=2 --report {}",
+  const CommandResult r = run(fmt::format("--shapes=quick --benchmark_min_time=0.002 --benchmark_repetitions=2 --report {}",
                                    report.string()));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("case 1 of"), std::string::npos) << "no progress output";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("case 1 of"), std::string::npos) << "no progress output";
 
   std::array<std::string, kBenchColumns> names;
   std::copy(doc.names.begin(), doc.names.end(), names.begin());
@@ -124,15 +89,15 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
   };
   for (const auto& [args, needle] : cases) {
     SCOPED_TRACE(args);
-    const Result r = run(fmt::format("{} --report {}", args, report.string()));
+    const CommandResult r = run(fmt::format("{} --report {}", args, report.string()));
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line: " << r.err;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "expected one line: " << r.output;
     EXPECT_FALSE(fs::exists(report)) << "a report was written";
   }
-  const Result r = run("--shapes=quick --report /proc/normbench/forbidden.csv");
+  const CommandResult r = run("--shapes=quick --report /proc/normbench/forbidden.csv");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("/proc/normbench"), std::string::npos) << r.err;
+  EXPECT_NE(r.output.find("/proc/normbench"), std::string::npos) << r.output;
 }
 
 TEST(BenchCli, HelpAndListExitZero) {

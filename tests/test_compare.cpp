@@ -1,7 +1,6 @@
 // normbench-compare: verdicts on synthetic reports, the Mann-Whitney U test, malformed input;
 // scripts/plot.py on the committed sample reports.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,26 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "cli_support.hpp"
 #include "normbench/compare.hpp"
 #include "normbench/report.hpp"
 
 namespace normbench::testing {
 namespace {
 namespace fs = std::filesystem;
-
-struct Result {
-  int exit_code;
-  std::string out;
-};
-
-Result run(const std::string& cmd) {
-  const fs::path out = fs::temp_directory_path() / fmt::format("nb-cmp-{}.out", getpid());
-  const int status = std::system(fmt::format("{} >{} 2>&1", cmd, out.string()).c_str());
-  std::ifstream in(out);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  fs::remove(out);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
-}
 
 fs::path temp(const std::string& name) { return fs::temp_directory_path() / fmt::format("nb-cmp-{}-{}", getpid(), name); }
 
@@ -65,9 +51,9 @@ void write_bench(const fs::path& path, int cases, int reps, Scale scale, const s
 TEST(Compare, SameReportHasNoRegression) {
   const fs::path a = temp("a.csv");
   write_bench(a, 6, 10, [](int, int) { return 1.0; });
-  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), a.string()));
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("0 regression(s) in 6 compared cases"), std::string::npos) << r.out;
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), a.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 regression(s) in 6 compared cases"), std::string::npos) << r.output;
   fs::remove(a);
 }
 
@@ -75,19 +61,19 @@ TEST(Compare, A25PercentSlowdownOnOneCaseIsARegressionNamed) {
   const fs::path a = temp("a.csv"), b = temp("b.csv");
   write_bench(a, 6, 10, [](int, int) { return 1.0; });
   write_bench(b, 6, 10, [](int c, int) { return c == 3 ? 1.25 : 1.0; });
-  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("layernorm/impl3/f32/1x256/threads:1"), std::string::npos);
-  EXPECT_NE(r.out.find("SLOWER"), std::string::npos);
-  EXPECT_NE(r.out.find("1 regression(s)"), std::string::npos) << r.out;
-  const Result md = run(fmt::format("{} {} {} --format markdown", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("layernorm/impl3/f32/1x256/threads:1"), std::string::npos);
+  EXPECT_NE(r.output.find("SLOWER"), std::string::npos);
+  EXPECT_NE(r.output.find("1 regression(s)"), std::string::npos) << r.output;
+  const CommandResult md = run_command(fmt::format("{} {} {} --format markdown", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
   EXPECT_EQ(md.exit_code, 1);
-  EXPECT_NE(md.out.find("| `layernorm/impl3/f32/1x256/threads:1` |"), std::string::npos) << md.out;
-  const Result csv = run(fmt::format("{} {} {} --format csv --filter impl3", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_NE(md.output.find("| `layernorm/impl3/f32/1x256/threads:1` |"), std::string::npos) << md.output;
+  const CommandResult csv = run_command(fmt::format("{} {} {} --format csv --filter impl3", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
   EXPECT_EQ(csv.exit_code, 1);
-  EXPECT_NE(csv.out.find("case,baseline,current,change,p_value,verdict"), std::string::npos) << csv.out;
-  const Result filtered = run(fmt::format("{} {} {} --filter impl1", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
-  EXPECT_EQ(filtered.exit_code, 0) << filtered.out;
+  EXPECT_NE(csv.output.find("case,baseline,current,change,p_value,verdict"), std::string::npos) << csv.output;
+  const CommandResult filtered = run_command(fmt::format("{} {} {} --filter impl1", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(filtered.exit_code, 0) << filtered.output;
   fs::remove(a);
   fs::remove(b);
 }
@@ -100,8 +86,8 @@ TEST(Compare, NoiseWithinThreePercentIsNotARegression) {
   std::vector<double> factors(80);
   for (double& f : factors) f = noise(rng);
   write_bench(b, 8, 10, [&](int c, int r) { return factors[c * 10 + r]; });
-  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
-  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   fs::remove(a);
   fs::remove(b);
 }
@@ -110,10 +96,10 @@ TEST(Compare, TooFewRepetitionsSaysSoAndUsesTheThreshold) {
   const fs::path a = temp("a.csv"), b = temp("b.csv");
   write_bench(a, 3, 2, [](int, int) { return 1.0; });
   write_bench(b, 3, 2, [](int c, int) { return c == 0 ? 1.25 : 1.0; }, "hostB");
-  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("too few repetitions"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("WARNING: the reports come from different machines"), 0u) << "warning must come first";
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("too few repetitions"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("WARNING: the reports come from different machines"), 0u) << "warning must come first";
   fs::remove(a);
   fs::remove(b);
 }
@@ -122,9 +108,9 @@ TEST(Compare, RowsInOnlyOneFileAreListed) {
   const fs::path a = temp("a.csv"), b = temp("b.csv");
   write_bench(a, 4, 10, [](int, int) { return 1.0; });
   write_bench(b, 3, 10, [](int, int) { return 1.0; });
-  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("only in baseline: layernorm/impl3/f32/1x256/threads:1"), std::string::npos) << r.out;
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("only in baseline: layernorm/impl3/f32/1x256/threads:1"), std::string::npos) << r.output;
   fs::remove(a);
   fs::remove(b);
 }
@@ -155,16 +141,16 @@ TEST(Compare, AccuracyReportWithDoubledUlpErrorIsARegression) {
   const fs::path sample = fs::path(NORMBENCH_SOURCE_DIR) / "reports/samples/accuracy-4x768.csv";
   const fs::path worse = temp("worse.csv");
   rewrite(sample, worse, "implementation", "welford", "ulp_max", [](const std::string& v) { return report::num(2 * std::stod(v)); });
-  EXPECT_EQ(run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), sample.string())).exit_code, 0);
-  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("/welford/"), std::string::npos);
-  EXPECT_NE(r.out.find("ULP error grew"), std::string::npos);
+  EXPECT_EQ(run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), sample.string())).exit_code, 0);
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("/welford/"), std::string::npos);
+  EXPECT_NE(r.output.find("ULP error grew"), std::string::npos);
   // A within_bound that turns false is a regression too.
   rewrite(sample, worse, "implementation", "naive", "within_bound", [](const std::string&) { return "0"; });
-  const Result b = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
-  EXPECT_EQ(b.exit_code, 1) << b.out;
-  EXPECT_NE(b.out.find("left its bound"), std::string::npos);
+  const CommandResult b = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
+  EXPECT_EQ(b.exit_code, 1) << b.output;
+  EXPECT_NE(b.output.find("left its bound"), std::string::npos);
   fs::remove(worse);
 }
 
@@ -177,10 +163,10 @@ TEST(Compare, ASlowerMachineCeilingIsDriftNotARegression) {
     for (int i = 0; std::getline(in, t, ';'); ++i) out << (i ? ";" : "") << std::stod(t) * 1.25;
     return out.str();
   });
-  const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), drift.string()));
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("machine slower"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("WARNING: the machine's bandwidth ceiling moved by +25.0%"), std::string::npos) << r.out;
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), drift.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("machine slower"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("WARNING: the machine's bandwidth ceiling moved by +25.0%"), std::string::npos) << r.output;
   fs::remove(drift);
 }
 
@@ -195,10 +181,10 @@ TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
     for (const auto& l : ls) out << l << "\n";
   };
   const auto expect = [&](const std::string& what, const std::string& needle) {
-    const Result r = run(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, good.string(), bad.string()));
-    EXPECT_EQ(r.exit_code, 2) << what << ": " << r.out;
-    EXPECT_NE(r.out.find(bad.string()), std::string::npos) << what << ": " << r.out;
-    EXPECT_NE(r.out.find(needle), std::string::npos) << what << ": " << r.out;
+    const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, good.string(), bad.string()));
+    EXPECT_EQ(r.exit_code, 2) << what << ": " << r.output;
+    EXPECT_NE(r.output.find(bad.string()), std::string::npos) << what << ": " << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << what << ": " << r.output;
   };
   {  // a missing column
     std::vector<std::string> ls = lines;
@@ -225,8 +211,8 @@ TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
     write(ls);
     expect("truncated", "line 4");
   }
-  EXPECT_EQ(run(fmt::format("{} {} /nonexistent.csv", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);
-  EXPECT_EQ(run(fmt::format("{} {}", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);  // usage
+  EXPECT_EQ(run_command(fmt::format("{} {} /nonexistent.csv", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);
+  EXPECT_EQ(run_command(fmt::format("{} {}", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);  // usage
   fs::remove(good);
   fs::remove(bad);
 }
@@ -252,13 +238,13 @@ TEST(MannWhitney, ExactPValuesMatchTheTables) {
 // ---- plots ----
 
 TEST(Plots, SampleReportsGiveTheExpectedPngs) {
-  if (run("/usr/bin/python3 -c 'import matplotlib, numpy'").exit_code != 0)
+  if (run_command("/usr/bin/python3 -c 'import matplotlib, numpy'").exit_code != 0)
     GTEST_SKIP() << "Debian's python3-matplotlib / python3-numpy not installed";
   const fs::path out = temp("plots");
   const std::string src = NORMBENCH_SOURCE_DIR;
-  const Result r = run(fmt::format("/usr/bin/python3 {0}/scripts/plot.py --out {1} {0}/reports/samples/bench-quick.csv "
+  const CommandResult r = run_command(fmt::format("/usr/bin/python3 {0}/scripts/plot.py --out {1} {0}/reports/samples/bench-quick.csv "
                                    "{0}/reports/samples/accuracy-4x768.csv", src, out.string()));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> expected;
   for (const char* norm : {"layernorm", "rmsnorm"}) {
     for (const char* dtype : {"f32", "bf16"})
@@ -279,7 +265,7 @@ TEST(Plots, SampleReportsGiveTheExpectedPngs) {
     png.read(sig, 8);
     EXPECT_EQ(std::string(sig, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << name;
     EXPECT_GT(fs::file_size(out / name), 10000u) << name;
-    EXPECT_NE(r.out.find(name), std::string::npos) << "path not printed: " << name;
+    EXPECT_NE(r.output.find(name), std::string::npos) << "path not printed: " << name;
   }
   fs::remove_all(out);
 }

@@ -92,12 +92,6 @@ struct Report {
   std::set<std::string> hosts, cpus;
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 Kind detect(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(fmt::format("{}: cannot open file", path));
@@ -153,7 +147,7 @@ void load(const std::string& path, Report& rep) {
       std::string t;
       while (std::getline(ss, t, ';')) row.times.push_back(number(t, p, line, "rep_times_ns"));
       if (row.times.empty()) throw Error(fmt::format("{}:{}: column 'rep_times_ns' is empty", p, line));
-      row.median = median_of(row.times);  // pooled over every file of this side
+      row.median = report::median(row.times);  // pooled over every file of this side
       r.hosts.insert(f[11]);
       r.cpus.insert(f[12]);
     });

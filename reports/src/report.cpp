@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +144,13 @@ void CsvTable::write_atomically(const std::string& path) const {
     fs::remove(tmp, ec);
     throw Error(fmt::format("cannot move report into place at '{}': {}", path, ec.message()));
   }
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string num(double v) {

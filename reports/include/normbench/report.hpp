@@ -60,6 +60,9 @@ class CsvTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Median of a sample (NaN if empty): the statistic every report and comparison quotes.
+double median(std::vector<double> v);
+
 // Shortest round-trip formatting of a double ("nan", "inf" for non-finite values).
 std::string num(double v);
 
