@@ -24,8 +24,12 @@ struct Case {
   std::int64_t bytes_per_iter;      // read x + write y + gamma/beta once
   std::int64_t working_set_bytes;   // x + y + gamma + beta, one copy
   std::string ceiling_name;         // the ceiling case this one is compared with
+  std::string nt_ceiling_name;      // the non-temporal-store ceiling beside it
+  StorePolicy stores = StorePolicy::kAuto;  // asked of the kernel (ceilings: kCached or kStreaming)
 
   bool is_ceiling() const { return impl == nullptr; }
+  // What the case's stores really are: "streaming" or "cached".
+  std::string_view effective_stores() const;
 };
 
 }  // namespace normbench::bench

@@ -37,12 +37,6 @@ void ensure_passive_openmp_wait(char** argv) {
   execv("/proc/self/exe", argv);  // on failure we simply continue with the default policy
 }
 
-std::int64_t llc_bytes() {
-  long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  return v > 0 ? v : 32 << 20;
-}
-
 std::int64_t physical_memory_bytes() {
   return static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
 }
@@ -63,7 +57,7 @@ struct Workspace {
 
 std::int64_t cold_copies(DType t, Shape s) {
   const std::int64_t bytes = 2 * s.rows * s.cols * static_cast<std::int64_t>(dtype_size(t));
-  return 2 * llc_bytes() / bytes + 1;
+  return 2 * last_level_cache_bytes() / bytes + 1;
 }
 
 // Keeps only the most recent workspace: cases of one shape run back to back.
@@ -98,7 +92,7 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
 void run_norm_case(benchmark::State& state, const Case& c) {
   Workspace& ws = workspace_for(c.dtype, c.shape, c.cold_cache);
   const Problem p{c.norm, c.dtype, c.shape.rows, c.shape.cols, default_eps(c.norm)};
-  const RunConfig cfg{c.threads};
+  const RunConfig cfg{c.threads, c.stores};
   try {
     validate(*c.impl, p, Buffers{ws.x_copy(0), ws.y_copy(0), ws.gamma.data(), ws.beta.data()}, cfg);
   } catch (const Error& e) {
@@ -130,7 +124,7 @@ void run_ceiling_case(benchmark::State& state, const Case& c) {
   std::int64_t k = 0;
   for (auto _ : state) {
     sink += stream_scale(static_cast<const float*>(ws.x_copy(k)), static_cast<float*>(ws.y_copy(k)),
-                         floats, ws.ceiling_extra.data(), extra, c.threads);
+                         floats, ws.ceiling_extra.data(), extra, c.threads, c.stores == StorePolicy::kStreaming);
     benchmark::ClobberMemory();
     if (++k == ws.copies) k = 0;
   }
@@ -164,8 +158,15 @@ struct Options {
   std::string shape_set = "transformer";
   std::vector<std::string> shapes, norms, impls, dtypes = {"f32", "bf16"}, threads;
   bool cold_cache = false, list = false, every_repetition = false, hygiene = false;
-  std::string report_path;
+  std::string report_path, stores = "auto";
 };
+
+StorePolicy parse_store_policy(const std::string& s) {
+  if (s == "auto") return StorePolicy::kAuto;
+  if (s == "cached") return StorePolicy::kCached;
+  if (s == "streaming") return StorePolicy::kStreaming;
+  throw Error(fmt::format("--stores: '{}' is not one of auto, cached, streaming", s));
+}
 
 int run(int argc, char** argv) {
   peers::register_all();
@@ -201,6 +202,10 @@ int run(int argc, char** argv) {
   app.add_option("--dtype", o.dtypes, "dtypes of x/y (f32, f64, bf16, f16; comma list)")->capture_default_str();
   app.add_option("--threads", o.threads, "Thread counts (comma list; default 1, powers of two up to the cores, the cores)");
   app.add_flag("--cold-cache", o.cold_cache, "Rotate through copies of the buffers larger than the last-level cache");
+  app.add_option("--stores", o.stores,
+                 "How the highway family writes y: auto (non-temporal stores when y is at least half the last-level "
+                 "cache), cached, streaming")
+      ->capture_default_str();
   app.add_option("--report", o.report_path, "CSV report path (default reports/out/bench-<host>-<UTC time>.csv)");
   app.add_flag("--list", o.list, "Print the implementation registry as CSV and exit");
   app.add_flag("--every-repetition", o.every_repetition, "Show every repetition on the console, not only aggregates");
@@ -210,7 +215,8 @@ int run(int argc, char** argv) {
   app.footer(
       "Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_repetitions=N (default here 5),\n"
       "--benchmark_min_time=SECONDS (default here 0.1), --benchmark_out=FILE, --benchmark_format=..., etc.\n"
-      "Names: norm/implementation/dtype/ROWSxCOLS/threads:T; ceilings: ceiling/stream-scale/dtype/ROWSxCOLS/threads:T.");
+      "Names: norm/implementation/dtype/ROWSxCOLS/threads:T; ceilings: ceiling/stream-scale/dtype/ROWSxCOLS/threads:T\n"
+      "(ordinary stores: frac_of_ceiling) and ceiling/stream-scale-nt/... (non-temporal stores: frac_of_nt_ceiling).");
   try {
     app.parse(static_cast<int>(own_args.size()), own_args.data());
   } catch (const CLI::CallForHelp& e) {
@@ -234,7 +240,9 @@ int run(int argc, char** argv) {
   std::vector<int> threads;
   report::MachineInfo machine;
   std::string report_path;
+  StorePolicy stores = StorePolicy::kAuto;
   try {
+    stores = parse_store_policy(o.stores);
     if (o.shapes.empty()) shapes = shape_set(o.shape_set);
     for (const std::string& s : cli::split_list(o.shapes)) shapes.push_back(parse_shape(s));
     for (const std::string& n : cli::split_list(o.norms)) norms.push_back(parse_norm(n));
@@ -275,6 +283,8 @@ int run(int argc, char** argv) {
       for (int th : threads) {
         const std::int64_t xy = 2 * s.rows * s.cols * static_cast<std::int64_t>(dtype_size(t));
         const std::string ceiling = fmt::format("ceiling/stream-scale/{}/{}/threads:{}", dtype_name(t), shape_name(s), th);
+        const std::string nt_ceiling =
+            fmt::format("ceiling/stream-scale-nt/{}/{}/threads:{}", dtype_name(t), shape_name(s), th);
         bool any = false;
         for (Norm n : norms)
           for (const Implementation* impl : impls) {
@@ -283,11 +293,14 @@ int run(int argc, char** argv) {
             const std::int64_t params = (n == Norm::kLayerNorm ? 2 : 1) * s.cols * static_cast<std::int64_t>(dtype_size(param_dtype(t)));
             if (!any) {
               const std::int64_t both = 2 * s.cols * static_cast<std::int64_t>(dtype_size(param_dtype(t)));
-              cases.push_back(Case{ceiling, nullptr, n, t, s, th, o.cold_cache, xy + both, xy + both, ceiling});
+              cases.push_back(Case{ceiling, nullptr, n, t, s, th, o.cold_cache, xy + both, xy + both, ceiling,
+                                   nt_ceiling, StorePolicy::kCached});
+              cases.push_back(Case{nt_ceiling, nullptr, n, t, s, th, o.cold_cache, xy + both, xy + both, ceiling,
+                                   nt_ceiling, StorePolicy::kStreaming});
               any = true;
             }
             cases.push_back(Case{fmt::format("{}/{}/{}/{}/threads:{}", norm_name(n), impl->name, dtype_name(t), shape_name(s), th),
-                                 impl, n, t, s, th, o.cold_cache, xy + params, xy + params, ceiling});
+                                 impl, n, t, s, th, o.cold_cache, xy + params, xy + params, ceiling, nt_ceiling, stores});
           }
       }
   // The hygiene probe: the first 1-thread highway case again, after every threaded case.

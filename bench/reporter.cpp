@@ -28,6 +28,12 @@ std::string format_duration(double seconds) {
 }
 }  // namespace
 
+std::string_view Case::effective_stores() const {
+  if (is_ceiling()) return stores == StorePolicy::kStreaming ? "streaming" : "cached";
+  const Problem p{norm, dtype, shape.rows, shape.cols, default_eps(norm)};
+  return uses_streaming_stores(*impl, p, RunConfig{threads, stores}) ? "streaming" : "cached";
+}
+
 void record_ceiling(const std::string& name, double bps) { ceiling_samples()[name].push_back(bps); }
 
 double ceiling_bytes_per_second(const std::string& name) {
@@ -99,7 +105,8 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
     const double t_med = report::median(res.seconds_per_iter);
     const double gbps = c.bytes_per_iter / t_med / 1e9;
     double ceiling = ceiling_bytes_per_second(c.ceiling_name) / 1e9;
-    if (c.is_ceiling()) ceiling = gbps;
+    double nt_ceiling = ceiling_bytes_per_second(c.nt_ceiling_name) / 1e9;
+    if (c.is_ceiling()) (c.stores == StorePolicy::kStreaming ? nt_ceiling : ceiling) = gbps;  // its own median
     std::string reps;
     for (double t : res.seconds_per_iter) reps += fmt::format("{}{:.1f}", reps.empty() ? "" : ";", t * 1e9);
     const bool ok = !res.seconds_per_iter.empty();
@@ -108,16 +115,19 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
     std::vector<std::string> row = {
         std::to_string(report::kBenchSchemaVersion), name,
         c.is_ceiling() ? "none" : std::string(norm_name(c.norm)),
-        c.is_ceiling() ? "stream-scale" : std::string(c.impl->name),
+        c.is_ceiling() ? (c.stores == StorePolicy::kStreaming ? "stream-scale-nt" : "stream-scale")
+                       : std::string(c.impl->name),
         c.is_ceiling() ? "ceiling" : std::string(c.impl->family),
         c.is_ceiling() ? machine_.hwy_target : c.impl->target(), std::string(dtype_name(c.dtype)),
         std::to_string(c.shape.rows), std::to_string(c.shape.cols), std::to_string(c.threads),
-        c.cold_cache ? "1" : "0", std::to_string(c.bytes_per_iter), std::to_string(c.working_set_bytes),
+        c.cold_cache ? "1" : "0", std::string(c.effective_stores()), std::to_string(c.bytes_per_iter), std::to_string(c.working_set_bytes),
         std::to_string(res.seconds_per_iter.size()), report::num(report::median(res.iterations)),
         report::num(t_med * 1e9), report::num(ok ? *tmin * 1e9 : std::nan("")),
         report::num(ok ? *tmax * 1e9 : std::nan("")), report::num(ok ? coefficient_of_variation(res.seconds_per_iter) : std::nan("")),
         report::num(gbps), report::num(c.shape.rows * c.shape.cols / t_med / 1e9),
         report::num(ceiling > 0 ? ceiling : std::nan("")), report::num(ceiling > 0 ? gbps / ceiling : std::nan("")),
+        report::num(nt_ceiling > 0 ? nt_ceiling : std::nan("")),
+        report::num(nt_ceiling > 0 ? gbps / nt_ceiling : std::nan("")),
         reps, res.error};
     row.insert(row.end(), machine.begin(), machine.end());
     table.add_row(std::move(row));

@@ -5,7 +5,8 @@ Usage: /usr/bin/python3 scripts/plot.py [--out DIR] REPORT.csv [REPORT.csv ...]
 
 Benchmark reports give, per norm x dtype x thread count:
   throughput-<norm>-<dtype>-t<threads>.png  GB/s against working-set size, one line per
-      implementation, the measured bandwidth ceiling drawn as the roof, cache sizes marked;
+      implementation, the measured bandwidth ceiling drawn as the roof (solid: ordinary stores,
+      dashed: non-temporal stores), cache sizes marked;
   speedup-<norm>-<dtype>-t<threads>.png     speed-up over `naive` (and over `onednn` where
       present) per shape, as bars.
 Accuracy reports give, per norm x dtype:
@@ -86,7 +87,10 @@ def plot_bench(rows, out, written):
     for r in ok:
         groups[(r["dtype"], r["threads"])].append(r)
     for (dtype, threads), grp in sorted(groups.items()):
-        ceiling = sorted((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])) for r in grp if r["family"] == "ceiling")
+        ceiling = sorted((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])) for r in grp
+                         if r["family"] == "ceiling" and r["implementation"] == "stream-scale")
+        nt_ceiling = sorted((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])) for r in grp
+                            if r["family"] == "ceiling" and r["implementation"] == "stream-scale-nt")
         for norm in sorted({r["norm"] for r in grp if r["norm"] != "none"}):
             cases = [r for r in grp if r["norm"] == norm]
             # Throughput against working set.
@@ -94,6 +98,10 @@ def plot_bench(rows, out, written):
             if ceiling:
                 xs, ys = zip(*ceiling)
                 ax.plot(xs, ys, color="black", lw=2.5, alpha=0.35, label="ceiling (STREAM scale, same bytes)")
+            if nt_ceiling:  # schema 2: the same with non-temporal stores
+                xs, ys = zip(*nt_ceiling)
+                ax.plot(xs, ys, color="black", lw=1.5, ls="--", alpha=0.45,
+                        label="ceiling, non-temporal stores")
             by_impl = collections.defaultdict(list)
             for r in cases:
                 by_impl[r["implementation"]].append((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])))

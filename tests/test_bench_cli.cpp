@@ -11,6 +11,7 @@
 
 #include "cli_support.hpp"
 #include "normbench/csv_read.hpp"
+#include "normbench/report.hpp"
 #include "normbench/normbench.hpp"
 #include "peers.hpp"
 
@@ -23,7 +24,7 @@ CommandResult run(const std::string& args) {
   return run_command(fmt::format("{} {} 2>&1 >/dev/null", NORMBENCH_BIN, args));
 }
 
-constexpr std::size_t kBenchColumns = 37;
+constexpr std::size_t kBenchColumns = 40;
 
 TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   const DocumentedColumns doc = documented_columns(NORMBENCH_REPORTS_README, "Benchmark report");
@@ -58,7 +59,9 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
         EXPECT_TRUE(std::regex_match(v, std::regex("[0-9.]+(;[0-9.]+)*"))) << col << "=" << v;
       }
     }
-    EXPECT_EQ(f["schema_version"], "1");
+    EXPECT_EQ(f["schema_version"], std::to_string(report::kBenchSchemaVersion));
+    EXPECT_TRUE(f["stores"] == "cached" || f["stores"] == "streaming") << f["stores"];
+    EXPECT_GT(std::stod(f["frac_of_nt_ceiling"]), 0.0);
     EXPECT_EQ(f["repetitions"], "2");
     EXPECT_GT(std::stod(f["frac_of_ceiling"]), 0.0);
     if (f["family"] == "ceiling") ++ceilings;

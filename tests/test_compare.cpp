@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -38,10 +39,25 @@ void write_bench(const fs::path& path, int cases, int reps, Scale scale, const s
     }
     std::sort(times.begin(), times.end());
     const std::string median = report::num(times[times.size() / 2]);
-    std::vector<std::string> row = {"1", fmt::format("layernorm/impl{}/f32/1x{}/threads:1", c, 64 * (c + 1)), "layernorm",
-                                    fmt::format("impl{}", c), "highway", "AVX2", "f32", "1", std::to_string(64 * (c + 1)),
-                                    "1", "0", "1000", "1000", std::to_string(reps), "100", median, median, median, "0.01",
-                                    "1", "1", "10", "0.1", reps_text, ""};
+    const std::string cols = std::to_string(64 * (c + 1));
+    std::map<std::string, std::string> v = {  // by name: unnamed columns stay empty
+        {"schema_version", std::to_string(report::kBenchSchemaVersion)},
+        {"name", fmt::format("layernorm/impl{}/f32/1x{}/threads:1", c, cols)}, {"norm", "layernorm"},
+        {"implementation", fmt::format("impl{}", c)}, {"family", "highway"}, {"kernel_target", "AVX2"},
+        {"dtype", "f32"}, {"rows", "1"}, {"cols", cols}, {"threads", "1"}, {"cold_cache", "0"},
+        {"stores", "cached"}, {"bytes_per_iter", "1000"}, {"working_set_bytes", "1000"},
+        {"repetitions", std::to_string(reps)}, {"iterations_median", "100"}, {"time_median_ns", median},
+        {"time_min_ns", median}, {"time_max_ns", median}, {"time_cv", "0.01"}, {"gbps_median", "1"},
+        {"gelems_per_s_median", "1"}, {"ceiling_gbps", "10"}, {"frac_of_ceiling", "0.1"},
+        {"nt_ceiling_gbps", "12"}, {"frac_of_nt_ceiling", "0.08"}, {"rep_times_ns", reps_text}};
+    const std::vector<std::string> all = report::bench_columns(), machine = report::machine_columns();
+    for (const auto& [k, val] : v)  // every value above must name a real column
+      EXPECT_NE(std::find(all.begin(), all.end(), k), all.end()) << k;
+    std::vector<std::string> row;
+    for (const std::string& col : all) {
+      if (std::find(machine.begin(), machine.end(), col) != machine.end()) break;  // appended below
+      row.push_back(v.count(col) ? v[col] : "");
+    }
     for (std::string& v : report::machine_values(m)) row.push_back(v);
     t.add_row(row);
   }

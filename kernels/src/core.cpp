@@ -83,23 +83,31 @@ std::vector<Implementation>& mutable_registry() {
         {.name = "highway", .family = "highway",
          .description = "Highway SIMD, dynamic dispatch; corrected two-pass (shifted sum, then centred sums)",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
-         .variance_algorithm = VarianceAlgorithm::kTwoPass, .highway_dispatch = true,
+         .variance_algorithm = VarianceAlgorithm::kTwoPass, .highway_dispatch = true, .honours_store_policy = true,
          .target = detail::highway_target, .kernel = detail::highway_forward},
         {.name = "highway-f64", .family = "highway",
          .description = "accuracy-first Highway: statistics, centring and apply in f64 for every dtype, one rounding",
          .norms = norms, .dtypes = dtypes, .accumulator = "f64",
          .variance_algorithm = VarianceAlgorithm::kTwoPass, .highway_dispatch = true, .accumulates_in_f64 = true,
+         .honours_store_policy = true,
          .target = detail::highway_target, .kernel = detail::highway_f64_forward},
         {.name = "threaded", .family = "threaded",
          .description = "rows split over OpenMP threads, each running the highway kernel",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kTwoPass, .uses_threads = true, .highway_dispatch = true,
-         .target = detail::highway_target, .kernel = detail::threaded_forward},
+         .honours_store_policy = true, .target = detail::highway_target, .kernel = detail::threaded_forward},
     };
   }();
   return impls;
 }
 
+}  // namespace
+
+bool uses_streaming_stores(const Implementation& impl, const Problem& p, const RunConfig& cfg) {
+  return impl.honours_store_policy && detail::streaming_stores(p, cfg);
+}
+
+namespace {
 void check_aligned(const void* p, std::size_t align, const char* what) {
   if (reinterpret_cast<std::uintptr_t>(p) % align != 0)
     throw Error(fmt::format("{} is not aligned to its element size ({} bytes)", what, align));

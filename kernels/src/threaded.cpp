@@ -36,7 +36,7 @@ void merge_row(const Problem& p, const Buffers& b, std::int64_t r, const std::ve
   out_rstd = rstd;
 }
 
-void split_long_rows(const Problem& p, const Buffers& b, int threads) {
+void split_long_rows(const Problem& p, const Buffers& b, int threads, bool stream) {
   const std::int64_t chunks = chunk_count(p.cols);
   std::vector<double> mean(chunks), m2(chunks);
   for (std::int64_t r = 0; r < p.rows; ++r) {
@@ -49,27 +49,29 @@ void split_long_rows(const Problem& p, const Buffers& b, int threads) {
       merge_row<float>(p, b, r, mean, m2, row_mean, rstd);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::int64_t k = 0; k < chunks; ++k)
-      highway_apply_range(p, b, r, k * kStatsChunk, std::min(p.cols, (k + 1) * kStatsChunk), row_mean, rstd);
+      highway_apply_range(p, b, r, k * kStatsChunk, std::min(p.cols, (k + 1) * kStatsChunk), row_mean, rstd,
+                          stream);
   }
 }
 }  // namespace
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
   const std::int64_t chunks = chunk_count(p.cols);
+  const bool stream = streaming_stores(p, cfg);
   if (cfg.threads > 1 && p.rows < cfg.threads && chunks >= 2) {
-    split_long_rows(p, b, static_cast<int>(std::min<std::int64_t>(cfg.threads, chunks)));
+    split_long_rows(p, b, static_cast<int>(std::min<std::int64_t>(cfg.threads, chunks)), stream);
     return;
   }
   const std::int64_t by_size = std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread);
   const int threads = static_cast<int>(std::min({static_cast<std::int64_t>(cfg.threads), p.rows, by_size}));
   if (threads <= 1) {  // no parallel region at all: a 1-thread run costs what highway costs
-    highway_rows(p, b, 0, p.rows);
+    highway_rows(p, b, 0, p.rows, stream);
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
     const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    highway_rows(p, b, p.rows * t / nt, p.rows * (t + 1) / nt);
+    highway_rows(p, b, p.rows * t / nt, p.rows * (t + 1) / nt, stream);
   }
 }
 

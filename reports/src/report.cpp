@@ -44,9 +44,9 @@ MachineInfo collect_machine_info() {
   m.build_type = build_info::kBuildType;
   m.git_commit = build_info::git_commit();
   m.timestamp_utc = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
-  m.l1d_bytes = std::max(0L, sysconf(_SC_LEVEL1_DCACHE_SIZE));
-  m.l2_bytes = std::max(0L, sysconf(_SC_LEVEL2_CACHE_SIZE));
-  m.l3_bytes = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
+  m.l1d_bytes = data_cache_bytes(1);
+  m.l2_bytes = data_cache_bytes(2);
+  m.l3_bytes = data_cache_bytes(3);
   return m;
 }
 
@@ -64,9 +64,9 @@ std::vector<std::string> machine_values(const MachineInfo& m) {
 std::vector<std::string> bench_columns() {
   std::vector<std::string> cols = {
       "schema_version", "name", "norm", "implementation", "family", "kernel_target", "dtype", "rows", "cols",
-      "threads", "cold_cache", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
+      "threads", "cold_cache", "stores", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
       "time_median_ns", "time_min_ns", "time_max_ns", "time_cv", "gbps_median", "gelems_per_s_median",
-      "ceiling_gbps", "frac_of_ceiling", "rep_times_ns", "error"};
+      "ceiling_gbps", "frac_of_ceiling", "nt_ceiling_gbps", "frac_of_nt_ceiling", "rep_times_ns", "error"};
   for (std::string& c : machine_columns()) cols.push_back(std::move(c));
   return cols;
 }

@@ -47,9 +47,24 @@ struct Buffers {
   float* rstd = nullptr;
 };
 
+// How the highway family writes y. Non-temporal (streaming) stores bypass the caches: for outputs
+// larger than the last-level cache they save the read-for-ownership of every y line and leave x
+// in the cache; for small outputs they are slower (y must come back from memory if read again).
+enum class StorePolicy : std::uint8_t {
+  kAuto,       // streaming when the output is at least half the last-level cache (x + y no longer fit)
+  kCached,     // ordinary stores
+  kStreaming,  // non-temporal stores (after peeling to the vector alignment)
+};
+
 struct RunConfig {
   int threads = 1;  // used by implementations with uses_threads; others ignore it
+  StorePolicy stores = StorePolicy::kAuto;  // used by the highway family; others ignore it
 };
+
+// Bytes of CPU 0's level-1 data / level-2 / level-3 cache (sysfs, else sysconf; 0 if unknown),
+// and of its last level (32 MiB if nothing answers).
+std::int64_t data_cache_bytes(int level);
+std::int64_t last_level_cache_bytes();
 
 inline constexpr int kMaxThreads = 1024;
 
@@ -84,6 +99,7 @@ struct Implementation {
   bool uses_threads = false;
   bool highway_dispatch = false;  // dispatches through Highway: tests run it on every target
   bool accumulates_in_f64 = false;  // f64 statistics for every dtype (else f32, f64 only for f64)
+  bool honours_store_policy = false;  // RunConfig::stores selects its stores (else always cached)
   std::string (*target)() = nullptr;  // SIMD target that runs here ("scalar" for scalar code)
   ForwardFn kernel = nullptr;         // unchecked; call normbench::forward instead
 
@@ -101,6 +117,9 @@ std::span<const Implementation> registry();
 void register_implementation(Implementation impl);
 // Throws Error listing the known names when `name` is unknown.
 const Implementation& find_implementation(std::string_view name);
+
+// Whether impl writes y with non-temporal stores for this call.
+bool uses_streaming_stores(const Implementation& impl, const Problem& p, const RunConfig& cfg = {});
 
 // Checks a call without running it; throws Error naming the first problem found.
 void validate(const Implementation& impl, const Problem& p, const Buffers& b,

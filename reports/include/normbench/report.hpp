@@ -8,7 +8,7 @@
 namespace normbench::report {
 
 // Bumped whenever a column is added, removed or changes meaning (see reports/README.md).
-inline constexpr int kBenchSchemaVersion = 1;
+inline constexpr int kBenchSchemaVersion = 2;  // 2 added stores, nt_ceiling_gbps, frac_of_nt_ceiling
 inline constexpr int kAccuracySchemaVersion = 1;
 
 struct MachineInfo {
@@ -21,7 +21,7 @@ struct MachineInfo {
   std::string build_type;
   std::string git_commit;
   std::string timestamp_utc;  // ISO 8601, e.g. 2026-11-21T12:34:56Z
-  long l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // data cache sizes (0 if unknown)
+  std::int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // data cache sizes (0 if unknown)
 };
 
 MachineInfo collect_machine_info();

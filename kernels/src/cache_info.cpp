@@ -1,0 +1,81 @@
+// Cache sizes: sysfs first (what the kernel was told by CPUID/ACPI); sysconf is a fallback
+// because glibc's answer can be wrong under hypervisors (this VM: sysconf says 320 MiB of L3,
+// sysfs and lscpu say 32 MiB).
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "normbench/normbench.hpp"
+
+namespace normbench {
+
+namespace {
+// Size of the data or unified cache of CPU 0 at `level` from sysfs, 0 if not listed.
+std::int64_t sysfs_cache_bytes(int level) {
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    if (!level_file) break;
+    int l = 0;
+    std::string type, size;
+    level_file >> l;
+    type_file >> type;
+    size_file >> size;
+    if (l != level || type == "Instruction" || size.empty()) continue;
+    std::int64_t value = 0;
+    std::size_t used = 0;
+    try {
+      value = std::stoll(size, &used);
+    } catch (...) {
+      return 0;
+    }
+    const char unit = used < size.size() ? size[used] : 'B';
+    return unit == 'K' ? value << 10 : unit == 'M' ? value << 20 : unit == 'G' ? value << 30 : value;
+  }
+  return 0;
+}
+
+std::int64_t sysconf_cache_bytes(int level) {
+  const long v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                                                                           : _SC_LEVEL3_CACHE_SIZE);
+  return v > 0 ? v : 0;
+}
+}  // namespace
+
+std::int64_t data_cache_bytes(int level) {
+  if (level < 1 || level > 3) return 0;
+  const std::int64_t from_sysfs = sysfs_cache_bytes(level);
+  return from_sysfs > 0 ? from_sysfs : sysconf_cache_bytes(level);
+}
+
+std::int64_t last_level_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    for (int level = 3; level >= 1; --level)
+      if (const std::int64_t b = data_cache_bytes(level); b > 0) return b;
+    return std::int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
+namespace detail {
+bool streaming_stores(const Problem& p, const RunConfig& cfg) {
+  switch (cfg.stores) {
+    case StorePolicy::kCached: return false;
+    case StorePolicy::kStreaming: return true;
+    case StorePolicy::kAuto: break;
+  }
+  const std::int64_t output_bytes = p.rows * p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
+  return 2 * output_bytes >= last_level_cache_bytes();
+}
+
+bool interleave_short_rows(const Problem& p, std::int64_t rows) {
+  static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
+  const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
+  return row_bytes <= 4096 && 2 * rows * row_bytes <= l2;
+}
+}  // namespace detail
+
+}  // namespace normbench

@@ -1,0 +1,100 @@
+// The highway family's internal choices must never change a result: non-temporal stores versus
+// ordinary ones (with y unaligned to the vector, and in place), and rows processed in interleaved
+// pairs versus one at a time.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "test_support.hpp"
+
+namespace normbench::testing {
+namespace {
+
+// Shapes: short rows (interleaved in pairs when they fit L2), an odd row count (a lone last row),
+// ragged tails, rows longer than one statistics chunk.
+constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000}, {7, 33}, {5, 4096}, {2, 65537}, {3, 17}};
+
+TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (const char* name : {"highway", "highway-f64", "threaded"}) {
+      const Implementation& impl = find_implementation(name);
+      ASSERT_TRUE(impl.honours_store_policy) << name;
+      for (Norm n : kAllNorms)
+        for (DType t : kAllDTypes)
+          for (auto [rows, cols] : kShapes) {
+            SCOPED_TRACE(fmt::format("{} {} {} {} {}x{}", hwy::TargetName(target), name, norm_name(n),
+                                     dtype_name(t), rows, cols));
+            const Problem p{n, t, rows, cols, default_eps(n)};
+            Inputs in(p, true, true);
+            fill_inputs(in, static_cast<std::uint64_t>(rows + cols));
+            const auto count = static_cast<std::size_t>(rows * cols);
+            const RunConfig cached{2, StorePolicy::kCached}, streaming{2, StorePolicy::kStreaming};
+            EXPECT_TRUE(uses_streaming_stores(impl, p, streaming));
+            EXPECT_FALSE(uses_streaming_stores(impl, p, cached));
+            Buffer expected(count, dtype_size(t)), got(count, dtype_size(t));  // y one element off a vector
+            forward(impl, p, in.buffers(expected.data()), cached);
+            forward(impl, p, in.buffers(got.data()), streaming);
+            ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size_bytes()));
+            // In place, streaming: x is overwritten by y.
+            Inputs inplace(p, true, true);
+            fill_inputs(inplace, static_cast<std::uint64_t>(rows + cols));
+            forward(impl, p, inplace.buffers(inplace.x.data()), streaming);
+            ASSERT_EQ(0, std::memcmp(inplace.x.data(), expected.data(), got.size_bytes()));
+          }
+    }
+  }
+}
+
+TEST(HighwayPaths, ScalarFamiliesIgnoreTheStorePolicy) {
+  const Problem p{Norm::kLayerNorm, DType::kF32, 4, 64, 1e-5};
+  for (const char* name : {"naive", "welford", "fused"}) {
+    const Implementation& impl = find_implementation(name);
+    EXPECT_FALSE(impl.honours_store_policy) << name;
+    EXPECT_FALSE(uses_streaming_stores(impl, p, RunConfig{1, StorePolicy::kStreaming})) << name;
+  }
+}
+
+TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMore) {
+  const Implementation& hw = find_implementation("highway");
+  const std::int64_t llc = last_level_cache_bytes();
+  ASSERT_GT(llc, 0);
+  const std::int64_t cols = 1024, row_bytes = cols * 4;
+  const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;
+  EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF32, rows_at_half, cols, 1e-5}));
+  EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF32, rows_at_half / 4, cols, 1e-5}));
+}
+
+TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    const Implementation& hw = find_implementation("highway");
+    for (Norm n : kAllNorms)
+      for (DType t : kAllDTypes)
+        for (auto [rows, cols] : kShapes) {
+          SCOPED_TRACE(fmt::format("{} {} {} {}x{}", hwy::TargetName(target), norm_name(n), dtype_name(t), rows, cols));
+          const Problem p{n, t, rows, cols, default_eps(n)};
+          Inputs in(p, true, true);
+          fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 1));
+          const auto count = static_cast<std::size_t>(rows * cols);
+          const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
+          Buffer all(count, dtype_size(t)), alone(count, dtype_size(t));
+          std::vector<float> mean_all(rows), rstd_all(rows), mean_alone(rows), rstd_alone(rows);
+          forward(hw, p, in.buffers(all.data(), mean_all.data(), rstd_all.data()));
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const Problem one{n, t, 1, cols, p.eps};
+            const Buffers b = in.buffers(nullptr);
+            forward(hw, one,
+                    Buffers{static_cast<const unsigned char*>(b.x) + r * row_bytes,
+                            static_cast<unsigned char*>(alone.data()) + r * row_bytes, b.gamma, b.beta,
+                            mean_alone.data() + r, rstd_alone.data() + r});
+          }
+          ASSERT_EQ(0, std::memcmp(all.data(), alone.data(), all.size_bytes()));
+          ASSERT_EQ(0, std::memcmp(mean_all.data(), mean_alone.data(), rows * sizeof(float)));
+          ASSERT_EQ(0, std::memcmp(rstd_all.data(), rstd_alone.data(), rows * sizeof(float)));
+        }
+  }
+}
+
+}  // namespace
+}  // namespace normbench::testing
