@@ -194,7 +194,7 @@ int run(int argc, char** argv) {
   Options o;
   CLI::App app{"normbench: throughput of every registered LayerNorm/RMSNorm implementation against the\n"
                "machine's bandwidth ceiling, measured in the same run. Writes a CSV report (see reports/README.md)."};
-  app.add_option("--shapes", o.shape_set, "Shape set: quick, transformer, cache-sweep, odd, full")
+  app.add_option("--shapes", o.shape_set, "Shape set(s): quick, transformer, cache-sweep, odd, full (comma list)")
       ->capture_default_str();
   app.add_option("--shape", o.shapes, "Explicit shape RxC (repeatable; replaces --shapes)");
   app.add_option("--norm", o.norms, "Norms to run (layernorm, rmsnorm; comma list; default all)");
@@ -243,7 +243,10 @@ int run(int argc, char** argv) {
   StorePolicy stores = StorePolicy::kAuto;
   try {
     stores = parse_store_policy(o.stores);
-    if (o.shapes.empty()) shapes = shape_set(o.shape_set);
+    if (o.shapes.empty())
+      for (const std::string& set : cli::split_list({o.shape_set}))
+        for (const Shape& s : shape_set(set))
+          if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
     for (const std::string& s : cli::split_list(o.shapes)) shapes.push_back(parse_shape(s));
     for (const std::string& n : cli::split_list(o.norms)) norms.push_back(parse_norm(n));
     if (norms.empty()) norms.assign(std::begin(kAllNorms), std::end(kAllNorms));
