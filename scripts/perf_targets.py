@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""Checks normbench benchmark reports against the performance targets and prints a Markdown table.
+
+Usage: /usr/bin/python3 scripts/perf_targets.py REPORT.csv [REPORT.csv ...]
+
+Reads schema-2 (or 1) reports from one machine, pools their rows (later files win on the same
+case), and prints one row per target: what was measured (f32 unless stated, medians over the
+report's repetitions), the target, and whether it is met. Every number comes from a report;
+nothing is timed here. Working-set classes use the report's own `working_set_bytes`:
+"DRAM" is >= 64 MiB, "L2" is <= 512 KiB, "L2-resident for 2 threads" is <= the two cores' L2.
+"""
+import csv
+import math
+import sys
+
+
+def fnum(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def load(paths):
+    rows = {}
+    for p in paths:
+        with open(p, newline="") as f:
+            for r in csv.DictReader(f):
+                if not r.get("error"):
+                    rows[r["name"]] = r
+    if not rows:
+        sys.exit("perf_targets.py: no usable rows")
+    return list(rows.values())
+
+
+def pick(rows, **kw):
+    return [r for r in rows if all(r[k] == str(v) for k, v in kw.items())]
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else math.nan
+
+
+def shape(r):
+    return f"{r['rows']}x{r['cols']}"
+
+
+def main(paths):
+    rows = load(paths)
+    out = []  # (what, measured text, target text, met)
+
+    def row(what, measured, target, met):
+        out.append((what, measured, target, "yes" if met else "**no**"))
+
+    # 1. best normbench LayerNorm vs oneDNN, 1 thread, transformer shapes.
+    transformer = {(t, h) for t in (1, 128, 2048) for h in (768, 1024, 2048, 4096, 5120, 8192, 16384)}
+    ratios = []
+    worst = None
+    for r in pick(rows, norm="layernorm", implementation="onednn", dtype="f32", threads=1):
+        key = (int(r["rows"]), int(r["cols"]))
+        if key not in transformer:
+            continue
+        ours = [fnum(o["time_median_ns"]) for o in pick(rows, norm="layernorm", dtype="f32", threads=1,
+                                                         rows=key[0], cols=key[1])
+                if o["family"] in ("highway", "threaded")]
+        if ours:
+            ratio = fnum(r["time_median_ns"]) / min(ours)
+            ratios.append(ratio)
+            if worst is None or ratio < worst[0]:
+                worst = (ratio, shape(r))
+    if ratios:
+        row(f"best LayerNorm / oneDNN, 1 thread, {len(ratios)} transformer shapes",
+            f"min {worst[0]:.2f}x ({worst[1]}), geomean {geomean(ratios):.2f}x", ">= 1.3x, geomean >= 1.5x",
+            worst[0] >= 1.3 and geomean(ratios) >= 1.5)
+
+    def best_frac(norm, dtype, threads, pred, impls):
+        """min and max over qualifying shapes of the best implementation's frac_of_ceiling."""
+        by_shape = {}
+        for r in pick(rows, norm=norm, dtype=dtype, threads=threads):
+            if r["implementation"] in impls and pred(fnum(r["working_set_bytes"])):
+                f = fnum(r["frac_of_ceiling"])
+                s = shape(r)
+                if s not in by_shape or f > by_shape[s][0]:
+                    by_shape[s] = (f, r["implementation"], fnum(r["frac_of_nt_ceiling"]))
+        return by_shape
+
+    def frac_row(what, by_shape, target):
+        if not by_shape:
+            return
+        lo = min(by_shape.items(), key=lambda kv: kv[1][0])
+        hi = max(v[0] for v in by_shape.values())
+        nt = min(v[2] for v in by_shape.values())
+        row(what, f"{lo[1][0]:.2f} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes; "
+                  f"of the non-temporal ceiling >= {nt:.2f}", f">= {target:.2f}", lo[1][0] >= target)
+
+    dram = lambda ws: ws >= 64 * 2**20
+    l2 = lambda ws: ws <= 512 * 2**10
+    fast = ("highway", "threaded")
+    for norm in ("layernorm", "rmsnorm"):
+        for th in (1, 2):
+            frac_row(f"{norm}, DRAM (>= 64 MiB), {th} thread(s)", best_frac(norm, "f32", th, dram, fast), 0.90)
+    frac_row("layernorm, L2 (<= 512 KiB), 1 thread", best_frac("layernorm", "f32", 1, l2, fast), 0.65)
+    frac_row("rmsnorm, L2 (<= 512 KiB), 1 thread", best_frac("rmsnorm", "f32", 1, l2, fast), 0.75)
+    for norm in ("layernorm", "rmsnorm"):
+        for th in (1, 2):
+            frac_row(f"bf16 {norm}, DRAM, {th} thread(s)", best_frac(norm, "bf16", th, dram, fast), 0.80)
+    frac_row("highway-f64 layernorm, DRAM, 1 thread", best_frac("layernorm", "f32", 1, dram, ("highway-f64",)), 0.85)
+    frac_row("highway-f64 rmsnorm, DRAM, 1 thread", best_frac("rmsnorm", "f32", 1, dram, ("highway-f64",)), 0.85)
+
+    # 2 threads vs 1 thread, L2-resident for both cores, >= 64 rows.
+    speedups = []
+    for r in pick(rows, implementation="threaded", dtype="f32", threads=2):
+        l2_both = 2 * fnum(r["l2_bytes"])
+        if int(r["rows"]) < 64 or not fnum(r["working_set_bytes"]) <= l2_both:
+            continue
+        one = [fnum(o["time_median_ns"]) for o in pick(rows, norm=r["norm"], dtype="f32", threads=1, rows=r["rows"],
+                                                        cols=r["cols"]) if o["implementation"] in fast]
+        if one:
+            speedups.append((min(one) / fnum(r["time_median_ns"]), f"{r['norm']} {shape(r)}"))
+    if speedups:
+        lo, hi = min(speedups), max(speedups)
+        row(f"threaded 2 threads / best 1 thread, L2-resident, >= 64 rows ({len(speedups)} cases)",
+            f"{lo[0]:.2f}x ({lo[1]}) to {hi[0]:.2f}x ({hi[1]})", ">= 1.8x", lo[0] >= 1.8)
+
+    # threaded at 2 threads on fewer rows than threads, vs highway.
+    decode = []
+    for r in pick(rows, implementation="threaded", dtype="f32", threads=2, rows=1):
+        hw = pick(rows, implementation="highway", norm=r["norm"], dtype="f32", threads=1, rows=1, cols=r["cols"])
+        if hw:
+            decode.append((fnum(hw[0]["time_median_ns"]) / fnum(r["time_median_ns"]), f"{r['norm']} {shape(r)}"))
+    if decode:
+        lo = min(decode)
+        row(f"threaded (2 threads) / highway, rows < threads ({len(decode)} cases)", f"min {lo[0]:.2f}x ({lo[1]})",
+            ">= 0.95x", lo[0] >= 0.95)
+
+    # One huge row split across threads.
+    for r in pick(rows, implementation="threaded", dtype="f32", threads=2, rows=1, cols=33554432):
+        row(f"{r['norm']} 1x33554432, threaded 2 threads", f"{fnum(r['frac_of_ceiling']):.2f} of the 2-thread ceiling "
+            f"({fnum(r['gbps_median']):.1f} GB/s; non-temporal ceiling {fnum(r['frac_of_nt_ceiling']):.2f})",
+            ">= 0.90", fnum(r["frac_of_ceiling"]) >= 0.90)
+
+    print("| target | measured | goal | met |")
+    print("|---|---|---|---|")
+    for what, measured, target, met in out:
+        print(f"| {what} | {measured} | {target} | {met} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) >= 2 else 2)
+    main(sys.argv[1:])
