@@ -124,6 +124,29 @@ HWY_INLINE void NarrowToBf16(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
   Put<kStream>(du16, hn::DemoteTo(du16, hn::BitCast(di32, out)), reinterpret_cast<std::uint16_t*>(p));
 }
 
+// Elements [0, N) in lo and [N, 2N) in hi to 2N bf16, rounded to nearest even, in one store of
+// a full u16 vector: the rounded words keep the result in their upper halves, which ConcatOdd
+// gathers in order. NaN stays NaN (quiet bit set), as in NarrowToBf16.
+template <bool kStream, class D>
+HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_SCALAR  // no ConcatOdd; Apply does not pair there
+  NarrowToBf16<kStream>(df, lo, p);
+  NarrowToBf16<kStream>(df, hi, p + hn::Lanes(df));
+#else
+  const hn::RebindToUnsigned<D> du32;
+  const hn::Repartition<std::uint16_t, D> du16;
+  const auto rounded_words = [&](hn::Vec<D> v) HWY_ATTR __attribute__((always_inline)) {
+    const auto u = hn::BitCast(du32, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+    const auto rounded = hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb);
+    const auto quiet_nan = hn::Or(u, hn::Set(du32, 0x00400000u));
+    return hn::BitCast(du16, hn::IfThenElse(hn::RebindMask(du32, hn::Ne(v, v)), quiet_nan, rounded));
+  };
+  (void)df;
+  Put<kStream>(du16, hn::ConcatOdd(du16, rounded_words(hi), rounded_words(lo)), reinterpret_cast<std::uint16_t*>(p));
+#endif
+}
+
 template <bool kStream = false, class D>
 HWY_INLINE void NarrowToF16(D df, hn::Vec<D> v, f16* HWY_RESTRICT p) {
 #if NORMBENCH_HW_F16
@@ -307,44 +330,63 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
     m[r] = hn::Set(d, mean[r]);
     rs[r] = hn::Set(d, rstd[r]);
   }
-  // Columns [i, i + count) of every row; count < N only at the ends.
-  const auto columns = [&](std::size_t i, std::size_t count) HWY_ATTR {
+  // One rounding fewer than the formula where an FMA fits: z*gamma + beta, or (x-mean)*rstd + beta.
+  const auto value = [&](hn::Vec<D> xv, hn::Vec<D> g, hn::Vec<D> b, std::size_t r) HWY_ATTR __attribute__((always_inline)) {
+    const auto centred = hn::Sub(xv, m[r]);
+    if (gamma && beta) return hn::MulAdd(hn::Mul(centred, rs[r]), g, b);
+    if (gamma) return hn::Mul(hn::Mul(centred, rs[r]), g);
+    if (beta) return hn::MulAdd(centred, rs[r], b);
+    return hn::Mul(centred, rs[r]);
+  };
+  // Columns [i, i + count) of every row, count <= N; stream: a whole vector may be streamed.
+  const auto columns = [&](std::size_t i, std::size_t count, bool stream) HWY_ATTR __attribute__((always_inline)) {
     const bool whole = count == N;
     const auto g = !gamma ? hn::Zero(d) : whole ? LoadRow(d, gamma + i) : LoadPartial(d, gamma + i, count);
     const auto b = !beta ? hn::Zero(d) : whole ? LoadRow(d, beta + i) : LoadPartial(d, beta + i, count);
     for (std::size_t r = 0; r < R; ++r) {
-      const auto centred = hn::Sub(whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count), m[r]);
-      // One rounding fewer than the formula where an FMA fits: z*gamma + beta, or (x-mean)*rstd + beta.
-      hn::Vec<D> v;
-      if (gamma && beta)
-        v = hn::MulAdd(hn::Mul(centred, rs[r]), g, b);
-      else if (gamma)
-        v = hn::Mul(hn::Mul(centred, rs[r]), g);
-      else if (beta)
-        v = hn::MulAdd(centred, rs[r], b);
-      else
-        v = hn::Mul(centred, rs[r]);
-      if (whole)
+      const auto v = value(whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count), g, b, r);
+      if (whole && stream)
         StoreRow<kStream>(d, v, y[r] + i);
+      else if (whole)
+        StoreRow<false>(d, v, y[r] + i);
       else
         StorePartial(d, v, y[r] + i, count);
     }
   };
+  // bf16 out of f32: two vectors narrowed into one full vector of 2N bf16 (ConcatOdd of the
+  // rounded words) instead of two half-width demotions, which cost as much as the rest of the
+  // apply step (interleaved A/B below).
+  constexpr bool kPairs = std::is_same_v<T, bf16> && std::is_same_v<hn::TFromD<D>, float> && HWY_TARGET != HWY_SCALAR;
+  const std::size_t step = kPairs ? 2 * N : N;
+  const auto step_columns = [&](std::size_t i) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kPairs) {
+      const auto g0 = gamma ? LoadRow(d, gamma + i) : hn::Zero(d), g1 = gamma ? LoadRow(d, gamma + i + N) : hn::Zero(d);
+      const auto b0 = beta ? LoadRow(d, beta + i) : hn::Zero(d), b1 = beta ? LoadRow(d, beta + i + N) : hn::Zero(d);
+      for (std::size_t r = 0; r < R; ++r)
+        NarrowPairToBf16<kStream>(d, value(LoadRow(d, x[r] + i), g0, b0, r),
+                                  value(LoadRow(d, x[r] + i + N), g1, b1, r), y[r] + i);
+    } else {
+      columns(i, N, true);
+    }
+  };
   std::size_t i = 0;
   if constexpr (kStream) {  // peel to the store alignment (the caller makes the R rows share it)
-    const std::size_t vector_bytes = N * sizeof(T);
-    const auto misalign = reinterpret_cast<std::uintptr_t>(y[0]) % vector_bytes;
-    if (misalign != 0) {
-      i = std::min(n, (vector_bytes - misalign) / sizeof(T));
-      if (i) columns(0, i);
+    const std::size_t store_bytes = step * sizeof(T);
+    const auto misalign = reinterpret_cast<std::uintptr_t>(y[0]) % store_bytes;
+    const std::size_t peel = misalign ? std::min(n, (store_bytes - misalign) / sizeof(T)) : 0;
+    while (i < peel) {
+      const std::size_t count = std::min(N, peel - i);
+      columns(i, count, false);
+      i += count;
     }
   }
-  for (; i + N <= n; i += N) {
+  for (; i + step <= n; i += step) {
     if (next_x)  // into L2: into L1 it evicts these rows (measured)
       for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
-    columns(i, N);
+    step_columns(i);
   }
-  if (i < n) columns(i, n - i);
+  for (; i + N <= n; i += N) columns(i, N, true);
+  if (i < n) columns(i, n - i, false);
 }
 
 // Corrected two-pass statistics of n values in each of R rows: mean and M2 = sum (x - mean)^2
@@ -421,7 +463,8 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     constexpr auto R = static_cast<std::int64_t>(kRowsAtOnce);
     std::int64_t r = row_begin;
     // Streaming stores peel every row to the same alignment: rows must share it.
-    const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % hn::Lanes(d) == 0;
+    // (Apply's widest store is two vectors' worth of bf16.)
+    const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % (2 * hn::Lanes(d)) == 0;
     if (same_alignment && detail::interleave_short_rows(p, row_end - row_begin))
       for (; r + R <= row_end; r += R)
         ShortRows<kRowsAtOnce, kStream, T, C>(p, b, r, gamma, beta, r + R < row_end ? row_x(r + R) : nullptr);
