@@ -13,34 +13,63 @@ void fill_params(DType pt, std::int64_t cols, std::uint64_t seed, void* gamma, v
   }
 }
 
-PreparedCase prepare(const Problem& p, std::vector<unsigned char> x, std::uint64_t seed) {
-  PreparedCase c{p, std::move(x), {}, {}, {}};
+Problem standard_form(const Problem& p) {
+  Problem s = p;
+  s.variant = Variant{};
+  s.variant.one_plus_gamma = p.variant.one_plus_gamma;
+  return s;
+}
+
+PreparedCase prepare(const Problem& base, std::vector<unsigned char> x, std::uint64_t seed,
+                     const VariantPreset& variant) {
+  Problem p = base;
+  p.variant = variant.variant;
+  p.residual_add = variant.residual_add;
+  PreparedCase c{p, std::move(x), {}, {}, {}, variant.gamma, variant_has_beta(variant, p.norm), {}, {}};
   const DType pt = param_dtype(p.dtype);
   c.gamma.resize(static_cast<std::size_t>(p.cols) * dtype_size(pt));
   c.beta.resize(c.gamma.size());
   fill_params(pt, p.cols, seed, c.gamma.data(), c.beta.data());
+  if (p.residual_add) {
+    c.residual.resize(c.x.size());
+    std::mt19937_64 rng(seed * 104729 + 17);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(p.rows * p.cols); ++i)
+      store_rounded(p.dtype, c.residual.data(), i, normal(rng));
+  }
   c.reference = reference_forward(p, c.inputs());
+  const Problem standard = standard_form(p);
+  if (!(standard.variant == p.variant)) c.standard_reference = reference_forward(standard, c.inputs());
   return c;
 }
 
-PreparedCase prepare(const Problem& p, const DistCase& dist, std::uint64_t seed) {
+PreparedCase prepare(const Problem& p, const DistCase& dist, std::uint64_t seed, const VariantPreset& variant) {
   const std::vector<double> values = generate(dist, p.dtype, p.rows, p.cols, seed);
   std::vector<unsigned char> x(values.size() * dtype_size(p.dtype));
   for (std::size_t i = 0; i < values.size(); ++i) store_rounded(p.dtype, x.data(), i, values[i]);
-  return prepare(p, std::move(x), seed);
+  return prepare(p, std::move(x), seed, variant);
 }
 
 CaseMetrics run_case(const Implementation& impl, const PreparedCase& c, int threads,
                      std::vector<unsigned char>* y_out) {
   const Problem& p = c.problem;
-  std::vector<unsigned char> y(c.x.size());
+  std::vector<unsigned char> y(c.x.size()), h(p.residual_add ? c.x.size() : 0);
   std::vector<float> mean(static_cast<std::size_t>(p.rows)), rstd(static_cast<std::size_t>(p.rows));
   Buffers b = c.inputs();
   b.y = y.data();
   b.mean = mean.data();
   b.rstd = rstd.data();
+  b.h = h.data();
   forward(impl, p, b, RunConfig{threads});
-  const CaseMetrics m = measure(impl, p, c.inputs(), y.data(), mean.data(), rstd.data(), c.reference);
+  CaseMetrics m = measure(impl, p, c.inputs(), y.data(), mean.data(), rstd.data(), c.reference);
+  m.drift_normwise_ulp_max = m.normwise_ulp_max;
+  m.drift_nmse = m.nmse;
+  if (!c.standard_reference.y.empty()) {
+    const CaseMetrics drift =
+        measure(impl, standard_form(p), c.inputs(), y.data(), mean.data(), rstd.data(), c.standard_reference);
+    m.drift_normwise_ulp_max = drift.normwise_ulp_max;
+    m.drift_nmse = drift.nmse;
+  }
   if (y_out) *y_out = std::move(y);
   return m;
 }

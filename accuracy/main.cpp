@@ -2,6 +2,7 @@
 // seeded input distributions (a condition-number sweep among them) or the user's own tensors.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -40,7 +41,7 @@ std::vector<Shape> default_shapes() { return {{16, 7}, {8, 768}, {4, 4096}, {4, 
 std::string g(double v) { return report::num(v); }
 
 struct Options {
-  std::vector<std::string> norms, impls, dtypes, dists, shapes;
+  std::vector<std::string> norms, impls, dtypes, dists, shapes, variants;
   std::string report_path, input, input_dtype, dump_dir;
   std::vector<double> eps;
   std::uint64_t seed = 1;
@@ -56,6 +57,9 @@ int run(int argc, char** argv) {
   app.add_option("--norm", o.norms, "Norms (layernorm, rmsnorm; comma list; default all)");
   app.add_option("--impl", o.impls, "Implementations (comma list; default all; see --list)");
   app.add_option("--dtype", o.dtypes, "dtypes (f32, f64, bf16, f16; comma list; default all)");
+  app.add_option("--variant", o.variants,
+                 "Variants (standard, eps-outside, unbiased, rms-shift, param-free, gemma, storage, residual-add; "
+                 "comma list; default all; each runs where it applies, see the README's variant table)");
   app.add_option("--dist", o.dists,
                  "Distributions: normal, uniform, offset (kappa 1..1e8), outliers, heavy, constant, range, special "
                  "(comma list; default all)");
@@ -84,6 +88,7 @@ int run(int argc, char** argv) {
   }
 
   std::vector<Norm> norms;
+  std::vector<const VariantPreset*> variants;
   std::vector<const Implementation*> impls;
   std::vector<DType> dtypes;
   std::vector<DistCase> dists;
@@ -95,6 +100,9 @@ int run(int argc, char** argv) {
   try {
     for (const auto& n : cli::split_list(o.norms)) norms.push_back(parse_norm(n));
     if (norms.empty()) norms.assign(std::begin(kAllNorms), std::end(kAllNorms));
+    for (const auto& v : cli::split_list(o.variants)) variants.push_back(&find_variant(v));
+    if (variants.empty())
+      for (const VariantPreset& v : variant_presets()) variants.push_back(&v);
     for (const auto& i : cli::split_list(o.impls)) impls.push_back(&find_implementation(i));
     if (impls.empty())
       for (const Implementation& impl : registry()) impls.push_back(&impl);
@@ -143,55 +151,79 @@ int run(int argc, char** argv) {
     bool seen = false;
   };
   std::map<std::tuple<int, int, std::string, double>, Cell> summary;
+  // Variants: worst normwise error against their own reference and against the standard form,
+  // per (norm, variant, dtype, implementation), over the distributions that ran.
+  struct Drift {
+    double own = 0, drift = 0;
+  };
+  std::map<std::tuple<int, std::string, int, std::string>, Drift> drifts;
   std::vector<std::string> exceeded;
 
-  const std::size_t groups = norms.size() * dtypes.size() * dists.size() * shapes.size();
-  std::size_t group = 0;
+  std::size_t groups = 0, group = 0;
+  for (Norm n : norms)
+    for (DType t : dtypes)
+      groups += static_cast<std::size_t>(std::count_if(variants.begin(), variants.end(), [&](const VariantPreset* v) {
+                  return v->applies(n, t);
+                })) * dists.size() * shapes.size();
   const auto start = std::chrono::steady_clock::now();
   for (Norm n : norms)
     for (DType t : dtypes)
+      for (const VariantPreset* variant : variants)
       for (const DistCase& dc : dists)
         for (const Shape& s : shapes) {
+          if (!variant->applies(n, t)) continue;
           ++group;
+          const bool standard = variant->name == "standard";
           std::vector<const Implementation*> todo;
           for (const Implementation* impl : impls)
-            if (impl->supports(n, t)) todo.push_back(impl);
+            if (impl->supports(n, t) && (standard || impl->supports_variants)) todo.push_back(impl);
           if (todo.empty()) continue;
           const double eps = o.eps.empty() ? default_eps(n) : o.eps[0];
-          const Problem p{n, t, s.rows, s.cols, eps};
-          const PreparedCase pc = o.input.empty() ? prepare(p, dc, o.seed) : prepare(p, user.data, o.seed);
+          const Problem base{n, t, s.rows, s.cols, eps};
+          if (variant->variant.unbiased && s.cols < 2) continue;  // undefined (torch gives NaN)
+          const PreparedCase pc = o.input.empty() ? prepare(base, dc, o.seed, *variant)
+                                                  : prepare(base, user.data, o.seed, *variant);
+          const std::string vtag = standard ? "" : fmt::format("-{}", variant->name);
           const ReferenceResult& ref = pc.reference;
           const std::string shape_tag = fmt::format("{}x{}", s.rows, s.cols);
           const std::string dist_tag = dc.label();
           if (!o.dump_dir.empty()) {
             std::vector<double> r(ref.y.begin(), ref.y.end());
-            write_npy_f64((fs::path(o.dump_dir) / fmt::format("{}-{}-{}-{}-reference.npy", dist_tag, norm_name(n),
-                                                               dtype_name(t), shape_tag)).string(),
+            write_npy_f64((fs::path(o.dump_dir) / fmt::format("{}-{}{}-{}-{}-reference.npy", dist_tag, norm_name(n),
+                                                               vtag, dtype_name(t), shape_tag)).string(),
                           s.rows, s.cols, r);
           }
           for (const Implementation* impl : todo) {
             std::vector<unsigned char> y;
             const CaseMetrics m = run_case(*impl, pc, threads, &y);
             if (!o.dump_dir.empty())
-              write_npy((fs::path(o.dump_dir) / fmt::format("{}-{}-{}-{}-{}.npy", dist_tag, norm_name(n),
+              write_npy((fs::path(o.dump_dir) / fmt::format("{}-{}{}-{}-{}-{}.npy", dist_tag, norm_name(n), vtag,
                                                              dtype_name(t), shape_tag, impl->name)).string(),
                         t, s.rows, s.cols, y.data());
             std::vector<std::string> row = {
-                std::to_string(report::kAccuracySchemaVersion), std::string(norm_name(n)), std::string(impl->name),
+                std::to_string(report::kAccuracySchemaVersion), std::string(norm_name(n)), std::string(variant->name),
+                std::string(impl->name),
                 std::string(impl->family), impl->target(), std::string(dtype_name(t)), dc.dist, g(dc.kappa_target),
                 std::to_string(s.rows), std::to_string(s.cols), g(eps), std::to_string(o.seed), std::to_string(threads),
                 std::string(variance_algorithm_name(impl->variance_algorithm)), std::string(impl->accumulator),
                 g(m.normwise_ulp_max), g(m.ulp_max), g(m.ulp_mean), g(m.rel_err_max), g(m.abs_err_max),
                 g(m.frac_correctly_rounded), g(m.mean_rel_err_max), g(m.rstd_rel_err_max), g(m.var_rel_err_max),
                 g(m.nmse), std::to_string(m.nonfinite_mismatches), g(m.kappa_max), g(m.bound),
-                m.within_bound ? "1" : "0"};
+                m.within_bound ? "1" : "0", g(m.drift_normwise_ulp_max), g(m.drift_nmse)};
             row.insert(row.end(), machine_values.begin(), machine_values.end());
             table.add_row(std::move(row));
             if (!m.within_bound)
-              exceeded.push_back(fmt::format("{} {} {} {} {}: variance error {:.3g} > bound {:.3g} (kappa up to {:.3g})",
-                                             impl->name, norm_name(n), dtype_name(t), dist_tag, shape_tag,
+              exceeded.push_back(fmt::format("{} {}{} {} {} {}: variance error {:.3g} > bound {:.3g} (kappa up to {:.3g})",
+                                             impl->name, norm_name(n), vtag, dtype_name(t), dist_tag, shape_tag,
                                              m.var_rel_err_max, 2 * m.bound, m.kappa_max));
-            if (dc.dist == "offset") {
+            if (!standard && !std::isnan(m.normwise_ulp_max) && !std::isnan(m.drift_normwise_ulp_max) &&
+                dc.dist != "special" && dc.dist != "range") {
+              Drift& d = drifts[{static_cast<int>(n), std::string(variant->name), static_cast<int>(t),
+                                 std::string(impl->name)}];
+              d.own = std::max(d.own, m.normwise_ulp_max);
+              d.drift = std::max(d.drift, m.drift_normwise_ulp_max);
+            }
+            if (standard && dc.dist == "offset") {
               Cell& c = summary[{static_cast<int>(n), static_cast<int>(t), std::string(impl->name), dc.kappa_target}];
               if (!std::isnan(m.normwise_ulp_max)) {  // NaN: nothing finite to measure (e.g. f16 overflow)
                 c.normwise = std::max(c.normwise, m.normwise_ulp_max);
@@ -201,8 +233,8 @@ int run(int argc, char** argv) {
             }
           }
           const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          std::cerr << fmt::format("[accuracy] {}/{} {} {} {} {}, {:.0f}s elapsed, about {:.0f}s left\n", group, groups,
-                                   norm_name(n), dtype_name(t), dist_tag, shape_tag, elapsed,
+          std::cerr << fmt::format("[accuracy] {}/{} {}{} {} {} {}, {:.0f}s elapsed, about {:.0f}s left\n", group,
+                                   groups, norm_name(n), vtag, dtype_name(t), dist_tag, shape_tag, elapsed,
                                    elapsed / group * (groups - group));
         }
 
@@ -227,6 +259,27 @@ int run(int argc, char** argv) {
             line += fmt::format(" {:>22}", it->second.seen ? fmt::format("{:.3g} / {:.3g}", it->second.normwise,
                                                                           it->second.ulp)
                                                            : "n/a (none finite)");
+          }
+          if (any) std::cout << line << "\n";
+        }
+  }
+  if (!drifts.empty()) {
+    std::cout << "\nvariants: normwise error in ulps against the variant's own reference / against the standard "
+                 "form's (drift),\nworst over distributions (special and range excluded) and shapes; highway and naive:\n";
+    std::cout << fmt::format("{:<10} {:<13} {:<5} {:>24} {:>24}\n", "norm", "variant", "dtype", "highway", "naive");
+    for (Norm n : norms)
+      for (const VariantPreset* v : variants)
+        for (DType t : dtypes) {
+          std::string line = fmt::format("{:<10} {:<13} {:<5}", norm_name(n), v->name, dtype_name(t));
+          bool any = false;
+          for (std::string_view impl : {"highway", "naive"}) {
+            const auto it = drifts.find({static_cast<int>(n), std::string(v->name), static_cast<int>(t), std::string(impl)});
+            if (it == drifts.end()) {
+              line += fmt::format(" {:>24}", "-");
+              continue;
+            }
+            any = true;
+            line += fmt::format(" {:>24}", fmt::format("{:.3g} / {:.3g}", it->second.own, it->second.drift));
           }
           if (any) std::cout << line << "\n";
         }

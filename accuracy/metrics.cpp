@@ -79,7 +79,9 @@ CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers&
     }
     m.rstd_rel_err_max = std::max(m.rstd_rel_err_max, static_cast<double>(std::fabs(rstd[r] - ref.rstd[r]) / ref.rstd[r]));
     if (var <= 0) continue;  // constant row: the variance has no relative error to speak of
-    const long double var_hat = 1.0L / (static_cast<long double>(rstd[r]) * rstd[r]) - p.eps;
+    const long double inv_rstd = 1.0L / static_cast<long double>(rstd[r]);
+    const long double var_hat = p.variant.eps_outside_sqrt ? (inv_rstd - p.eps) * (inv_rstd - p.eps)
+                                                           : inv_rstd * inv_rstd - p.eps;
     const long double var_err = std::isfinite(var_hat) ? std::fabs(var_hat - var) / var
                                                        : std::numeric_limits<long double>::infinity();
     m.var_rel_err_max = std::max(m.var_rel_err_max, static_cast<double>(var_err));

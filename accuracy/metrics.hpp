@@ -25,6 +25,8 @@ struct CaseMetrics {
   double bound = 0;               // largest first-order relative bound on the variance over rows
   bool within_bound = true;       // every row's var_rel_err <= 2 * bound + resolution floor
   double worst_row_excess = 0;    // var_rel_err / (2 * bound + floor) of the worst row
+  double drift_normwise_ulp_max = 0;  // normwise error against the standard form's reference
+  double drift_nmse = 0;              // NMSE against the standard form's reference
 };
 
 // x, gamma, beta as handed to the kernel (in b); y/mean/rstd are the kernel's outputs.

@@ -10,6 +10,9 @@
 
 namespace normbench::bench {
 
+// The bench-only variant that runs the residual add and the norm as two calls.
+inline constexpr const char* kSeparateAdd = "residual-add-separate";
+
 // Name prefix of the hygiene probe (a repeat of an earlier case; printed, not written to the CSV).
 inline constexpr const char* kHygienePrefix = "hygiene-after-threads/";
 
@@ -26,6 +29,13 @@ struct Case {
   std::string ceiling_name;         // the ceiling case this one is compared with
   std::string nt_ceiling_name;      // the non-temporal-store ceiling beside it
   StorePolicy stores = StorePolicy::kAuto;  // asked of the kernel (ceilings: kCached or kStreaming)
+  // A variant_presets() name, or kSeparateAdd: add_rounded then the standard norm of h, the
+  // unfused pair that residual-add replaces (same bytes counted: read x, r; write h, y).
+  std::string variant = "standard";
+
+  bool is_separate_add() const;
+  // The problem this case runs (for kSeparateAdd: the norm of h, without residual_add).
+  Problem problem() const;
 
   bool is_ceiling() const { return impl == nullptr; }
   // What the case's stores really are: "streaming" or "cached".

@@ -56,10 +56,21 @@ struct Workspace {
   std::int64_t copies;
   std::vector<unsigned char> x, y;  // copies * rows * cols elements each
   std::vector<unsigned char> gamma, beta;
+  std::vector<unsigned char> residual, h;  // residual-add cases only, allocated on first use
   std::vector<float> ceiling_extra;
   std::size_t copy_bytes() const { return static_cast<std::size_t>(shape.rows * shape.cols) * dtype_size(dtype); }
   const void* x_copy(std::int64_t k) const { return x.data() + k * copy_bytes(); }
   void* y_copy(std::int64_t k) { return y.data() + k * copy_bytes(); }
+  const void* r_copy(std::int64_t k) const { return residual.data() + k * copy_bytes(); }
+  void* h_copy(std::int64_t k) { return h.data() + k * copy_bytes(); }
+  void ensure_residual() {  // the residual is x shifted by one element: different values, same distribution
+    if (!residual.empty()) return;
+    const std::size_t esize = dtype_size(dtype);
+    residual.resize(x.size());
+    std::memcpy(residual.data(), x.data() + esize, x.size() - esize);
+    std::memcpy(residual.data() + x.size() - esize, x.data(), esize);
+    h.assign(x.size(), 0);
+  }
 };
 
 std::int64_t cold_copies(DType t, Shape s) {
@@ -73,7 +84,7 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
   const std::int64_t copies = cold ? cold_copies(t, s) : 1;
   if (ws && ws->dtype == t && ws->shape == s && ws->copies == copies) return *ws;
   ws.reset();
-  ws = std::make_unique<Workspace>(Workspace{t, s, copies, {}, {}, {}, {}, {}});
+  ws = std::make_unique<Workspace>(Workspace{t, s, copies, {}, {}, {}, {}, {}, {}, {}});
   // A 64K-value tile of N(0.5, 1) data, rounded to the dtype, repeated: realistic values
   // without spending seconds in the random generator for 512 MiB inputs.
   const std::size_t n = static_cast<std::size_t>(s.rows * s.cols) * copies, esize = dtype_size(t);
@@ -98,10 +109,25 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
 
 void run_norm_case(benchmark::State& state, const Case& c) {
   Workspace& ws = workspace_for(c.dtype, c.shape, c.cold_cache);
-  const Problem p{c.norm, c.dtype, c.shape.rows, c.shape.cols, default_eps(c.norm)};
+  const Problem p = c.problem();
   const RunConfig cfg{c.threads, c.stores};
+  const bool separate = c.is_separate_add();
+  const VariantPreset& preset = find_variant(separate ? "residual-add" : c.variant);
+  const bool with_residual = separate || p.residual_add;
+  if (with_residual) ws.ensure_residual();
+  const auto elements = static_cast<std::size_t>(c.shape.rows * c.shape.cols);
+  // The buffers of copy k: separate adds write h, then normalize h into y.
+  const auto buffers = [&](std::int64_t k) {
+    Buffers b{separate ? ws.h_copy(k) : ws.x_copy(k), ws.y_copy(k), preset.gamma ? ws.gamma.data() : nullptr,
+              variant_has_beta(preset, c.norm) ? ws.beta.data() : nullptr};
+    if (p.residual_add) {
+      b.residual = ws.r_copy(k);
+      b.h = ws.h_copy(k);
+    }
+    return b;
+  };
   try {
-    validate(*c.impl, p, Buffers{ws.x_copy(0), ws.y_copy(0), ws.gamma.data(), ws.beta.data()}, cfg);
+    validate(*c.impl, p, buffers(0), cfg);
   } catch (const Error& e) {
     state.SkipWithError(e.what());
     return;
@@ -109,7 +135,8 @@ void run_norm_case(benchmark::State& state, const Case& c) {
   std::int64_t k = 0;
   const auto start = std::chrono::steady_clock::now();  // for the console's live fraction only
   for (auto _ : state) {
-    c.impl->kernel(p, Buffers{ws.x_copy(k), ws.y_copy(k), ws.gamma.data(), ws.beta.data()}, cfg);
+    if (separate) add_rounded(c.dtype, ws.x_copy(k), ws.r_copy(k), ws.h_copy(k), elements);
+    c.impl->kernel(p, buffers(k), cfg);
     benchmark::ClobberMemory();
     if (++k == ws.copies) k = 0;
   }
@@ -163,7 +190,7 @@ std::size_t count_selected(const std::vector<std::string>& names, std::string fi
 
 struct Options {
   std::string shape_set = "transformer";
-  std::vector<std::string> shapes, norms, impls, dtypes = {"f32", "bf16"}, threads;
+  std::vector<std::string> shapes, norms, impls, dtypes = {"f32", "bf16"}, threads, variants;
   bool cold_cache = false, list = false, every_repetition = false, hygiene = false;
   std::string report_path, stores = "auto";
 };
@@ -206,6 +233,10 @@ int run(int argc, char** argv) {
   app.add_option("--shape", o.shapes, "Explicit shape RxC (repeatable; replaces --shapes)");
   app.add_option("--norm", o.norms, "Norms to run (layernorm, rmsnorm; comma list; default all)");
   app.add_option("--impl", o.impls, "Implementations to run (comma list; default all; see --list)");
+  app.add_option("--variant", o.variants,
+                 "Variants (standard, eps-outside, unbiased, rms-shift, param-free, gemma, storage, residual-add, "
+                 "residual-add-separate; comma list; default all). Each runs where it applies, for implementations "
+                 "that support variants; residual-add-separate (add_rounded, then the norm) at 1 thread only");
   app.add_option("--dtype", o.dtypes, "dtypes of x/y (f32, f64, bf16, f16; comma list)")->capture_default_str();
   app.add_option("--threads", o.threads, "Thread counts (comma list; default 1, powers of two up to the cores, the cores)");
   app.add_flag("--cold-cache", o.cold_cache, "Rotate through copies of the buffers larger than the last-level cache");
@@ -242,6 +273,7 @@ int run(int argc, char** argv) {
   // Everything is checked before any benchmark runs.
   std::vector<Shape> shapes;
   std::vector<Norm> norms;
+  std::vector<std::string> variants;
   std::vector<const Implementation*> impls;
   std::vector<DType> dtypes;
   std::vector<int> threads;
@@ -257,6 +289,14 @@ int run(int argc, char** argv) {
     for (const std::string& s : cli::split_list(o.shapes)) shapes.push_back(parse_shape(s));
     for (const std::string& n : cli::split_list(o.norms)) norms.push_back(parse_norm(n));
     if (norms.empty()) norms.assign(std::begin(kAllNorms), std::end(kAllNorms));
+    for (const std::string& v : cli::split_list(o.variants)) {
+      if (v != kSeparateAdd) find_variant(v);  // throws, naming the known ones
+      variants.push_back(v);
+    }
+    if (variants.empty()) {
+      for (const VariantPreset& v : variant_presets()) variants.emplace_back(v.name);
+      variants.emplace_back(kSeparateAdd);
+    }
     for (const std::string& i : cli::split_list(o.impls)) impls.push_back(&find_implementation(i));
     if (impls.empty())
       for (const Implementation& impl : registry()) impls.push_back(&impl);
@@ -297,10 +337,20 @@ int run(int argc, char** argv) {
             fmt::format("ceiling/stream-scale-nt/{}/{}/threads:{}", dtype_name(t), shape_name(s), th);
         bool any = false;
         for (Norm n : norms)
+          for (const std::string& variant : variants)
           for (const Implementation* impl : impls) {
             if (!impl->supports(n, t)) continue;
             if (th > 1 && !impl->uses_threads) continue;  // threads only mean something to threaded kernels
-            const std::int64_t params = (n == Norm::kLayerNorm ? 2 : 1) * s.cols * static_cast<std::int64_t>(dtype_size(param_dtype(t)));
+            const bool separate = variant == kSeparateAdd;
+            const VariantPreset& preset = find_variant(separate ? "residual-add" : variant);
+            if (!preset.applies(n, t)) continue;
+            if (variant != "standard" && !impl->supports_variants) continue;
+            if (separate && th > 1) continue;  // add_rounded is one thread
+            if (preset.variant.unbiased && s.cols < 2) continue;
+            const std::int64_t params = ((preset.gamma ? 1 : 0) + (variant_has_beta(preset, n) ? 1 : 0)) * s.cols *
+                                        static_cast<std::int64_t>(dtype_size(param_dtype(t)));
+            // residual add: read x and r, write h and y, whether fused or not.
+            const std::int64_t data = preset.residual_add ? 2 * xy : xy;
             if (!any) {
               const std::int64_t both = 2 * s.cols * static_cast<std::int64_t>(dtype_size(param_dtype(t)));
               cases.push_back(Case{ceiling, nullptr, n, t, s, th, o.cold_cache, xy + both, xy + both, ceiling,
@@ -309,14 +359,17 @@ int run(int argc, char** argv) {
                                    nt_ceiling, StorePolicy::kStreaming});
               any = true;
             }
-            cases.push_back(Case{fmt::format("{}/{}/{}/{}/threads:{}", norm_name(n), impl->name, dtype_name(t), shape_name(s), th),
-                                 impl, n, t, s, th, o.cold_cache, xy + params, xy + params, ceiling, nt_ceiling, stores});
+            const std::string norm_tag =
+                variant == "standard" ? std::string(norm_name(n)) : fmt::format("{}+{}", norm_name(n), variant);
+            cases.push_back(Case{fmt::format("{}/{}/{}/{}/threads:{}", norm_tag, impl->name, dtype_name(t), shape_name(s), th),
+                                 impl, n, t, s, th, o.cold_cache, data + params, data + params, ceiling, nt_ceiling, stores,
+                                 variant});
           }
       }
   // The hygiene probe: the first 1-thread highway case again, after every threaded case.
   if (o.hygiene) {
     const auto probe = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
-      return !c.is_ceiling() && c.threads == 1 && c.impl->name == "highway";
+      return !c.is_ceiling() && c.threads == 1 && c.impl->name == "highway" && c.variant == "standard";
     });
     if (probe != cases.end()) {
       Case again = *probe;

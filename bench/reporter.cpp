@@ -28,10 +28,21 @@ std::string format_duration(double seconds) {
 }
 }  // namespace
 
+bool Case::is_separate_add() const { return variant == kSeparateAdd; }
+
+Problem Case::problem() const {
+  Problem p{norm, dtype, shape.rows, shape.cols, default_eps(norm)};
+  if (!is_ceiling() && !is_separate_add()) {
+    const VariantPreset& v = find_variant(variant);
+    p.variant = v.variant;
+    p.residual_add = v.residual_add;
+  }
+  return p;
+}
+
 std::string_view Case::effective_stores() const {
   if (is_ceiling()) return stores == StorePolicy::kStreaming ? "streaming" : "cached";
-  const Problem p{norm, dtype, shape.rows, shape.cols, default_eps(norm)};
-  return uses_streaming_stores(*impl, p, RunConfig{threads, stores}) ? "streaming" : "cached";
+  return uses_streaming_stores(*impl, problem(), RunConfig{threads, stores}) ? "streaming" : "cached";
 }
 
 void record_ceiling(const std::string& name, double bps) { ceiling_samples()[name].push_back(bps); }
@@ -114,7 +125,7 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
                                  : std::pair{res.seconds_per_iter.end(), res.seconds_per_iter.end()};
     std::vector<std::string> row = {
         std::to_string(report::kBenchSchemaVersion), name,
-        c.is_ceiling() ? "none" : std::string(norm_name(c.norm)),
+        c.is_ceiling() ? "none" : std::string(norm_name(c.norm)), c.is_ceiling() ? "" : c.variant,
         c.is_ceiling() ? (c.stores == StorePolicy::kStreaming ? "stream-scale-nt" : "stream-scale")
                        : std::string(c.impl->name),
         c.is_ceiling() ? "ceiling" : std::string(c.impl->family),

@@ -33,11 +33,19 @@ start=$(date +%s)
 # Default sweep: transformer shapes, f32 and bf16, 1 thread and all cores, every implementation
 # (oneDNN included when built). Medians over 5 repetitions of at least 0.05 s each.
 echo "== benchmark: $shapes shapes, f32 and bf16, threads 1 and $(nproc) =="
-build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads "1,$(nproc)" \
+build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads "1,$(nproc)" --variant standard \
   --benchmark_min_time=0.05 --hygiene-check --report "$bench_csv" "${extra[@]}"
 echo "benchmark took $(( $(date +%s) - start )) s"
 
-reports=("$bench_csv")
+# The fused residual add + norm against the same add and norm as two calls (highway, 1 thread),
+# and the other variants' cost, on the same shapes (about a minute).
+variants_csv="$out/bench-variants-$host-$stamp.csv"
+echo "== benchmark: variants, $shapes shapes, highway, 1 thread =="
+build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads 1 --impl highway \
+  --variant residual-add,residual-add-separate,eps-outside,gemma,storage \
+  --benchmark_min_time=0.05 --report "$variants_csv" "${extra[@]}"
+
+reports=("$bench_csv" "$variants_csv")
 if [ -x build/release/accuracy/normbench-accuracy ]; then
   acc_csv="$out/accuracy-$host-$stamp.csv"
   echo "== accuracy: default sweep =="

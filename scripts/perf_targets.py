@@ -33,8 +33,8 @@ def load(paths):
     return list(rows.values())
 
 
-def pick(rows, **kw):
-    return [r for r in rows if all(r[k] == str(v) for k, v in kw.items())]
+def pick(table, **kw):
+    return [r for r in table if all(r[k] == str(v) for k, v in kw.items())]
 
 
 def geomean(v):

@@ -81,7 +81,40 @@ def save(fig, out, name, written):
     written.append(path)
 
 
+def norm_tag(r):
+    """norm, or norm+variant for a variant other than the standard form (schema 3)."""
+    v = r.get("variant", "")
+    return r["norm"] if v in ("", "standard") or r["norm"] == "none" else f"{r['norm']}+{v}"
+
+
+def plot_residual(rows, out, written):
+    """Fused residual add + norm against add_rounded then the norm, per shape (same run)."""
+    ok = [r for r in rows if not r.get("error") and r.get("variant") in ("residual-add", "residual-add-separate")]
+    groups = collections.defaultdict(dict)
+    for r in ok:
+        groups[(r["norm"], r["dtype"], r["implementation"])][(int(r["rows"]), int(r["cols"]), r["variant"])] = r
+    for (norm, dtype, impl), cases in sorted(groups.items()):
+        shapes = sorted({(k[0], k[1]) for k in cases if (k[0], k[1], "residual-add-separate") in cases
+                         and (k[0], k[1], "residual-add") in cases}, key=lambda s: (s[0] * s[1], s))
+        if not shapes:
+            continue
+        ratios = [fnum(cases[(*sh, "residual-add-separate")]["time_median_ns"]) /
+                  fnum(cases[(*sh, "residual-add")]["time_median_ns"]) for sh in shapes]
+        fig, ax = plt.subplots(figsize=(max(8, 0.5 * len(shapes)), 4.5))
+        ax.bar(np.arange(len(shapes)), ratios, color=style(impl)[0] or "tab:blue")
+        ax.axhline(1.0, color="black", lw=1)
+        ax.set_xticks(np.arange(len(shapes)))
+        ax.set_xticklabels([f"{r}x{c}" for r, c in shapes], rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel("time(add, then norm) / time(fused add + norm)")
+        ax.set_xlabel("shape (rows x cols)")
+        ax.grid(True, axis="y", alpha=0.3)
+        fig.suptitle(f"{norm} {dtype}, {impl}: fused residual add + norm speed-up (same run)\n{subtitle(rows)}",
+                     fontsize=10)
+        save(fig, out, f"residual-speedup-{norm}-{dtype}-{impl}.png", written)
+
+
 def plot_bench(rows, out, written):
+    plot_residual(rows, out, written)
     ok = [r for r in rows if not r.get("error")]
     groups = collections.defaultdict(list)
     for r in ok:
@@ -91,8 +124,8 @@ def plot_bench(rows, out, written):
                          if r["family"] == "ceiling" and r["implementation"] == "stream-scale")
         nt_ceiling = sorted((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])) for r in grp
                             if r["family"] == "ceiling" and r["implementation"] == "stream-scale-nt")
-        for norm in sorted({r["norm"] for r in grp if r["norm"] != "none"}):
-            cases = [r for r in grp if r["norm"] == norm]
+        for norm in sorted({norm_tag(r) for r in grp if r["norm"] != "none"}):
+            cases = [r for r in grp if norm_tag(r) == norm]
             # Throughput against working set.
             fig, ax = plt.subplots(figsize=(9, 5.5))
             if ceiling:
@@ -155,8 +188,46 @@ def plot_bench(rows, out, written):
             save(fig, out, f"speedup-{norm}-{dtype}-t{threads}.png", written)
 
 
+def plot_variants(rows, out, written):
+    """Per norm and dtype: each variant's error against its own reference and its drift from the
+    standard form (normwise ulps, worst over distributions and shapes), for every implementation."""
+    var = [r for r in rows if r.get("variant", "standard") != "standard"
+           and r["distribution"] not in ("special", "range")]
+    groups = collections.defaultdict(list)
+    for r in var:
+        groups[(r["norm"], r["dtype"])].append(r)
+    for (norm, dtype), grp in sorted(groups.items()):
+        variants = sorted({r["variant"] for r in grp})
+        impls = sorted({r["implementation"] for r in grp})
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=True)
+        for ax, col, title in ((axes[0], "normwise_ulp_max", "against the variant's own reference"),
+                               (axes[1], "drift_normwise_ulp_max", "drift: against the standard form")):
+            width = 0.8 / max(1, len(impls))
+            for k, impl in enumerate(impls):
+                vals = []
+                for v in variants:
+                    xs = [fnum(r[col]) for r in grp if r["variant"] == v and r["implementation"] == impl]
+                    xs = [x for x in xs if not math.isnan(x)]
+                    vals.append(max(max(xs), 1e-2) if xs else math.nan)
+                ax.bar(np.arange(len(variants)) + (k - (len(impls) - 1) / 2) * width, vals, width,
+                       color=style(impl)[0], label=impl)
+            ax.axhline(0.5, color="black", lw=1, ls=":")
+            ax.set_yscale("log")
+            ax.set_xticks(np.arange(len(variants)))
+            ax.set_xticklabels(variants, rotation=30, ha="right", fontsize=8)
+            ax.set_title(title, fontsize=10)
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0].set_ylabel(f"normwise error, ulps of {dtype} (worst case)")
+        axes[1].legend(fontsize=8, ncol=2)
+        fig.suptitle(f"{norm} {dtype}: variants' error and drift from the standard form\n{subtitle(rows)}",
+                     fontsize=10, y=1.04)
+        save(fig, out, f"variants-{norm}-{dtype}.png", written)
+
+
 def plot_accuracy(rows, out, written):
-    offset = [r for r in rows if r["distribution"] == "offset" and not math.isnan(fnum(r["kappa_target"]))]
+    plot_variants(rows, out, written)
+    offset = [r for r in rows if r["distribution"] == "offset" and not math.isnan(fnum(r["kappa_target"]))
+              and r.get("variant", "standard") == "standard"]
     groups = collections.defaultdict(list)
     for r in offset:
         groups[(r["norm"], r["dtype"])].append(r)

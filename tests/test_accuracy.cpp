@@ -218,7 +218,7 @@ TEST(Npy, MalformedFilesAreRejectedWithTheReason) {
 
 TEST(AccuracyCli, ReportHasTheDocumentedColumnsAndUserTensorsWork) {
   const std::vector<std::string> doc = documented_columns(NORMBENCH_REPORTS_README, "Accuracy report").names;
-  constexpr std::size_t kColumns = 41;
+  constexpr std::size_t kColumns = 44;
   ASSERT_EQ(doc.size(), kColumns);
   std::array<std::string, kColumns> names;
   std::copy(doc.begin(), doc.end(), names.begin());
@@ -235,8 +235,8 @@ TEST(AccuracyCli, ReportHasTheDocumentedColumnsAndUserTensorsWork) {
   int rows = 0;
   while (csv.next(row)) {
     ++rows;
-    EXPECT_EQ(row[6], fmt::format("nb-{}-acts", getpid()));  // distribution named after the file
-    EXPECT_EQ(row[5], "bf16");
+    EXPECT_EQ(row[7], fmt::format("nb-{}-acts", getpid()));  // distribution named after the file
+    EXPECT_EQ(row[6], "bf16");
   }
   EXPECT_GT(rows, 0);
   EXPECT_TRUE(fs::exists(dump / fmt::format("nb-{}-acts-layernorm-bf16-4x96-reference.npy", getpid())));

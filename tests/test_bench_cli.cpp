@@ -24,7 +24,7 @@ CommandResult run(const std::string& args) {
   return run_command(fmt::format("{} {} 2>&1 >/dev/null", NORMBENCH_BIN, args));
 }
 
-constexpr std::size_t kBenchColumns = 40;
+constexpr std::size_t kBenchColumns = 41;
 
 TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   const DocumentedColumns doc = documented_columns(NORMBENCH_REPORTS_README, "Benchmark report");
@@ -39,7 +39,7 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   std::copy(doc.names.begin(), doc.names.end(), names.begin());
   report::CsvRows<kBenchColumns> csv(report.string(), names);  // throws if a column is missing or extra
   std::array<std::string, kBenchColumns> row;
-  std::set<std::string> impls_seen;
+  std::set<std::string> impls_seen, variants_seen;
   int ceilings = 0, rows = 0;
   while (csv.next(row)) {
     ++rows;
@@ -66,11 +66,15 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
     EXPECT_GT(std::stod(f["frac_of_ceiling"]), 0.0);
     if (f["family"] == "ceiling") ++ceilings;
     impls_seen.insert(f["implementation"]);
+    if (f["family"] != "ceiling") variants_seen.insert(f["variant"]);
   }
   EXPECT_GT(rows, 0);
   EXPECT_GT(ceilings, 0);
   peers::register_all();
   for (const Implementation& impl : registry()) EXPECT_TRUE(impls_seen.count(std::string(impl.name))) << impl.name;
+  // The quick set runs every variant by default, and the unfused residual add beside the fused one.
+  for (const VariantPreset& v : variant_presets()) EXPECT_TRUE(variants_seen.count(std::string(v.name))) << v.name;
+  EXPECT_TRUE(variants_seen.count("residual-add-separate"));
   fs::remove(report);
 }
 
@@ -87,6 +91,7 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"--shape 100000000x100000", "more than 80% of this machine's memory"},
       {"--impl nope", "unknown implementation 'nope'"},
       {"--dtype fp8", "unknown dtype 'fp8'"},
+      {"--variant nope", "unknown variant 'nope'"},
       {"--threads 0", "not a thread count"},
       {"--nonsense", "nonsense"},
   };

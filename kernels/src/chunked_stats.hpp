@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "normbench/normbench.hpp"
+
 namespace normbench::detail {
 
 // Elements per chunk: 32K f32 = 128 KiB, so a chunk's two statistics passes run from L2.
@@ -36,14 +38,23 @@ struct ChunkAccumulator {
   void add_rmsnorm(C chunk_sumsq) { m2 += chunk_sumsq; }
 };
 
-// rstd = 1 / sqrt(var + eps) with var = M2 / n clamped at 0 (NaN from an overflowed sum stays
-// NaN). One function for both paths, so they agree bit for bit.
+// rstd from a variance (biased, or unbiased for that variant): 1 / sqrt(var + eps), or
+// 1 / (sqrt(var) + eps) for the eps-outside variant. A negative variance (rounding) is clamped
+// to 0; NaN from an overflowed sum stays NaN. One function for every family and path.
 template <class C>
-inline C row_rstd(C m2, std::int64_t cols, double eps) {
-  const C inv_n = C(1) / static_cast<C>(cols);
-  C var = m2 * inv_n;
+inline C rstd_from_variance(C var, const Problem& p) {
   if (var < 0) var = 0;
-  return C(1) / std::sqrt(var + static_cast<C>(eps));
+  if (p.variant.eps_outside_sqrt) return C(1) / (std::sqrt(var) + static_cast<C>(p.eps));
+  return C(1) / std::sqrt(var + static_cast<C>(p.eps));
+}
+
+// rstd from M2 = sum (x - mean)^2 (RMSNorm: sum x^2) of a whole row: var = M2 / n, or
+// M2 / (n - 1) for the unbiased variant. Shared by highway's chunked and short-row paths and by
+// threaded, so they agree bit for bit.
+template <class C>
+inline C row_rstd(C m2, const Problem& p) {
+  const C inv_n = C(1) / static_cast<C>(p.variant.unbiased ? p.cols - 1 : p.cols);
+  return rstd_from_variance(m2 * inv_n, p);
 }
 
 }  // namespace normbench::detail

@@ -69,33 +69,34 @@ std::vector<Implementation>& mutable_registry() {
          .description = "scalar two-pass: mean, then sum of squared deviations, then apply",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kTwoPass,
-         .target = scalar_target, .kernel = detail::naive_forward},
+         .supports_variants = true, .target = scalar_target, .kernel = detail::naive_forward},
         {.name = "welford", .family = "welford",
          .description = "scalar one-pass Welford/West update of (count, mean, M2)",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kWelford,
-         .target = scalar_target, .kernel = detail::welford_forward},
+         .supports_variants = true, .target = scalar_target, .kernel = detail::welford_forward},
         {.name = "fused", .family = "fused",
          .description = "scalar single pass of sum x and sum x^2, var = E[x^2] - E[x]^2",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kTextbook,
-         .target = scalar_target, .kernel = detail::fused_forward},
+         .supports_variants = true, .target = scalar_target, .kernel = detail::fused_forward},
         {.name = "highway", .family = "highway",
          .description = "Highway SIMD, dynamic dispatch; corrected two-pass (shifted sum, then centred sums)",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kTwoPass, .highway_dispatch = true, .honours_store_policy = true,
-         .target = detail::highway_target, .kernel = detail::highway_forward},
+         .supports_variants = true, .target = detail::highway_target, .kernel = detail::highway_forward},
         {.name = "highway-f64", .family = "highway",
          .description = "accuracy-first Highway: statistics, centring and apply in f64 for every dtype, one rounding",
          .norms = norms, .dtypes = dtypes, .accumulator = "f64",
          .variance_algorithm = VarianceAlgorithm::kTwoPass, .highway_dispatch = true, .accumulates_in_f64 = true,
-         .honours_store_policy = true,
+         .honours_store_policy = true, .supports_variants = true,
          .target = detail::highway_target, .kernel = detail::highway_f64_forward},
         {.name = "threaded", .family = "threaded",
          .description = "rows split over OpenMP threads, each running the highway kernel",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kTwoPass, .uses_threads = true, .highway_dispatch = true,
-         .honours_store_policy = true, .target = detail::highway_target, .kernel = detail::threaded_forward},
+         .honours_store_policy = true, .supports_variants = true, .target = detail::highway_target,
+         .kernel = detail::threaded_forward},
     };
   }();
   return impls;
@@ -151,6 +152,15 @@ bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfi
   if (p.rows < 0) throw Error(fmt::format("rows must be non-negative (got {})", p.rows));
   if (std::isnan(p.eps) || p.eps < 0 || std::isinf(p.eps))
     throw Error(fmt::format("eps must be a finite number >= 0 (got {})", p.eps));
+  const Variant& v = p.variant;
+  if ((v.eps_outside_sqrt || v.unbiased) && p.norm != Norm::kLayerNorm)
+    throw Error(fmt::format("the {} variant applies to LayerNorm only, not {}",
+                            v.unbiased ? "unbiased-variance" : "eps-outside-sqrt", norm_name(p.norm)));
+  if (v.unbiased && p.cols < 2)
+    throw Error(fmt::format("unbiased variance needs at least 2 elements per row (cols = {})", p.cols));
+  if (v.storage_compute && p.dtype != DType::kBF16 && p.dtype != DType::kF16)
+    throw Error(fmt::format("storage-dtype compute applies to bf16 and f16, not {} (it would equal the standard form)",
+                            dtype_name(p.dtype)));
   if (cfg.threads < 1 || cfg.threads > kMaxThreads)
     throw Error(fmt::format("threads must be in [1, {}] (got {})", kMaxThreads, cfg.threads));
   std::int64_t elements = 0, bytes = 0;
@@ -163,6 +173,13 @@ bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfi
   const std::size_t param_size = dtype_size(param_dtype(p.dtype));
   if (b.gamma) check_aligned(b.gamma, param_size, "gamma");
   if (b.beta) check_aligned(b.beta, param_size, "beta");
+  if (p.residual_add) {
+    if (b.residual == nullptr) throw Error("residual_add: residual is null");
+    check_aligned(b.residual, dtype_size(p.dtype), "residual");
+    const std::size_t bytes = static_cast<std::size_t>(elements) * dtype_size(p.dtype);
+    if (b.residual != b.x && ranges_overlap(b.x, b.residual, bytes))
+      throw Error("residual partially overlaps x");
+  }
   return true;
 }
 
@@ -175,12 +192,23 @@ void validate(const Implementation& impl, const Problem& p, const Buffers& b,
   if (!impl.supports(p.norm, p.dtype))
     throw Error(fmt::format("implementation '{}' does not support {} with dtype {}", impl.name,
                             norm_name(p.norm), dtype_name(p.dtype)));
+  if (!impl.supports_variants && (p.variant != Variant{} || p.residual_add))
+    throw Error(fmt::format("implementation '{}' supports only the standard form (no variants, no residual add)",
+                            impl.name));
   if (!has_work) return;
   if (b.y == nullptr) throw Error("y is null");
   check_aligned(b.y, dtype_size(p.dtype), "y");
   const std::size_t bytes = static_cast<std::size_t>(p.rows * p.cols) * dtype_size(p.dtype);
   if (b.y != b.x && ranges_overlap(b.x, b.y, bytes))
     throw Error("y partially overlaps x (only y == x, in place, is supported)");
+  if (p.residual_add) {
+    if (b.h == nullptr) throw Error("residual_add: h (the output x + residual) is null");
+    check_aligned(b.h, dtype_size(p.dtype), "h");
+    if (b.h != b.x && b.h != b.residual && (ranges_overlap(b.h, b.x, bytes) || ranges_overlap(b.h, b.residual, bytes)))
+      throw Error("h partially overlaps x or residual (h may be x or residual itself)");
+    if (ranges_overlap(b.y, b.h, bytes) || (b.y != b.x && ranges_overlap(b.y, b.residual, bytes)))
+      throw Error("y overlaps h or residual (y may only be x itself)");
+  }
   if (b.mean) check_aligned(b.mean, alignof(float), "mean");
   if (b.rstd) check_aligned(b.rstd, alignof(float), "rstd");
 }

@@ -208,6 +208,47 @@ HWY_INLINE void StorePartial(D d, hn::Vec<D> v, T* HWY_RESTRICT p, std::size_t c
   std::memcpy(p, buf, count * sizeof(T));
 }
 
+// Variant::storage_compute: v rounded to the storage dtype T and widened back (through memory:
+// this is an accuracy variant, not a fast path).
+template <class T, class D>
+HWY_INLINE hn::Vec<D> RoundToStorage(D d, hn::Vec<D> v) {
+  if constexpr (std::is_same_v<T, hn::TFromD<D>>) {
+    return v;
+  } else {
+    alignas(kMaxVectorBytes) T buf[kMaxVectorBytes / sizeof(hn::TFromD<D>)];
+    StoreRow(d, v, buf);
+    return LoadRow(d, buf);
+  }
+}
+
+template <class T, class C>
+HWY_INLINE C RoundScalarToStorage(C v) {
+  if constexpr (std::is_same_v<T, C> || std::is_same_v<T, double>) return v;
+  else if constexpr (std::is_same_v<C, double>) return static_cast<C>(widen(from_f64<T>(v)));
+  else return widen(from_f32<T>(v));
+}
+
+// What the variants change in the apply step (Problem::variant); the standard form compiles
+// without any of it (Apply's kVariant = false).
+struct ApplyOptions {
+  bool one_plus_gamma = false;
+  bool storage = false;
+};
+
+inline ApplyOptions ApplyOptionsOf(const Problem& p) {
+  return {p.variant.one_plus_gamma, p.variant.storage_compute};
+}
+
+// h = x + r for n elements, rounded once to T (x == h or r == h allowed: each vector is read
+// before it is written).
+template <class D, class T>
+HWY_INLINE void AddRowInto(D d, const T* x, const T* r, T* h, std::size_t n) {
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) StoreRow(d, hn::Add(LoadRow(d, x + i), LoadRow(d, r + i)), h + i);
+  if (i < n) StorePartial(d, hn::Add(LoadPartial(d, x + i, n - i), LoadPartial(d, r + i, n - i)), h + i, n - i);
+}
+
 // ---- reductions and apply, over R rows at once ----
 // Short rows leave each row's dependency chain (sum -> mean -> centred sums -> rstd -> apply)
 // exposed; interleaving R independent rows fills those gaps and lets the apply pass load
@@ -320,10 +361,12 @@ HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<
 // 2048x4096 10-16% faster, nothing slower). Prefetching into L1, or prefetching y for writing,
 // made 16 KiB rows 12-16% slower.
 // kStream: y is written with non-temporal stores after peeling to the vector alignment.
-template <bool kStream, std::size_t R, class D, class T, class P>
+// kVariant: honours opt (Gemma's 1 + gamma; storage-dtype rounding of every step, where mean and
+// rstd arrive already rounded).
+template <bool kStream, std::size_t R, bool kVariant = false, class D, class T, class P>
 HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
                       const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
-                      const T* next_x) {
+                      const T* next_x, ApplyOptions opt = {}) {
   const std::size_t N = hn::Lanes(d);
   hn::Vec<D> m[R], rs[R];
   for (std::size_t r = 0; r < R; ++r) {
@@ -332,17 +375,39 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   }
   // One rounding fewer than the formula where an FMA fits: z*gamma + beta, or (x-mean)*rstd + beta.
   const auto value = [&](hn::Vec<D> xv, hn::Vec<D> g, hn::Vec<D> b, std::size_t r) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kVariant) {
+      if (opt.storage) {  // every step rounded to T, no FMA
+        auto z = RoundToStorage<T>(d, hn::Mul(RoundToStorage<T>(d, hn::Sub(xv, m[r])), rs[r]));
+        if (gamma) z = RoundToStorage<T>(d, hn::Mul(z, g));
+        if (beta) z = RoundToStorage<T>(d, hn::Add(z, b));
+        return z;
+      }
+    }
     const auto centred = hn::Sub(xv, m[r]);
     if (gamma && beta) return hn::MulAdd(hn::Mul(centred, rs[r]), g, b);
     if (gamma) return hn::Mul(hn::Mul(centred, rs[r]), g);
     if (beta) return hn::MulAdd(centred, rs[r], b);
     return hn::Mul(centred, rs[r]);
   };
+  // gamma as applied: (1 + gamma) for Gemma; rounded to T (and 1 + gamma rounded) for storage.
+  const auto prep_gamma = [&](hn::Vec<D> g) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kVariant) {
+      if (opt.storage) g = RoundToStorage<T>(d, g);
+      if (opt.one_plus_gamma) g = hn::Add(hn::Set(d, hn::TFromD<D>(1)), g);
+      if (opt.storage) g = RoundToStorage<T>(d, g);
+    }
+    return g;
+  };
+  const auto prep_beta = [&](hn::Vec<D> b) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kVariant)
+      if (opt.storage) b = RoundToStorage<T>(d, b);
+    return b;
+  };
   // Columns [i, i + count) of every row, count <= N; stream: a whole vector may be streamed.
   const auto columns = [&](std::size_t i, std::size_t count, bool stream) HWY_ATTR __attribute__((always_inline)) {
     const bool whole = count == N;
-    const auto g = !gamma ? hn::Zero(d) : whole ? LoadRow(d, gamma + i) : LoadPartial(d, gamma + i, count);
-    const auto b = !beta ? hn::Zero(d) : whole ? LoadRow(d, beta + i) : LoadPartial(d, beta + i, count);
+    const auto g = prep_gamma(!gamma ? hn::Zero(d) : whole ? LoadRow(d, gamma + i) : LoadPartial(d, gamma + i, count));
+    const auto b = prep_beta(!beta ? hn::Zero(d) : whole ? LoadRow(d, beta + i) : LoadPartial(d, beta + i, count));
     for (std::size_t r = 0; r < R; ++r) {
       const auto v = value(whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count), g, b, r);
       if (whole && stream)
@@ -360,8 +425,10 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   const std::size_t step = kPairs ? 2 * N : N;
   const auto step_columns = [&](std::size_t i) HWY_ATTR __attribute__((always_inline)) {
     if constexpr (kPairs) {
-      const auto g0 = gamma ? LoadRow(d, gamma + i) : hn::Zero(d), g1 = gamma ? LoadRow(d, gamma + i + N) : hn::Zero(d);
-      const auto b0 = beta ? LoadRow(d, beta + i) : hn::Zero(d), b1 = beta ? LoadRow(d, beta + i + N) : hn::Zero(d);
+      const auto g0 = prep_gamma(gamma ? LoadRow(d, gamma + i) : hn::Zero(d));
+      const auto g1 = prep_gamma(gamma ? LoadRow(d, gamma + i + N) : hn::Zero(d));
+      const auto b0 = prep_beta(beta ? LoadRow(d, beta + i) : hn::Zero(d));
+      const auto b1 = prep_beta(beta ? LoadRow(d, beta + i + N) : hn::Zero(d));
       for (std::size_t r = 0; r < R; ++r)
         NarrowPairToBf16<kStream>(d, value(LoadRow(d, x[r] + i), g0, b0, r),
                                   value(LoadRow(d, x[r] + i + N), g1, b1, r), y[r] + i);
@@ -421,7 +488,7 @@ HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t col
 }
 
 // R whole rows of at most one chunk each, starting at row r.
-template <std::size_t R, bool kStream, class T, class C, class P>
+template <std::size_t R, bool kStream, bool kVariant, class T, class C, class P>
 HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, const P* gamma, const P* beta,
                           const T* next_x) {
   const hn::ScalableTag<C> d;
@@ -439,18 +506,24 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
   else
     SumsOfSquares<R>(d, x, n, m2);
   for (std::size_t k = 0; k < R; ++k) {
-    rstd[k] = detail::row_rstd(m2[k], p.cols, p.eps);
+    rstd[k] = detail::row_rstd(m2[k], p);
     if (b.mean) b.mean[r + static_cast<std::int64_t>(k)] = static_cast<float>(mean[k]);
     if (b.rstd) b.rstd[r + static_cast<std::int64_t>(k)] = static_cast<float>(rstd[k]);
+    if (kVariant && p.variant.storage_compute) {
+      mean[k] = RoundScalarToStorage<T>(mean[k]);
+      rstd[k] = RoundScalarToStorage<T>(rstd[k]);
+    }
   }
-  Apply<kStream, R>(d, x, y, n, mean, rstd, gamma, beta, next_x);
+  Apply<kStream, R, kVariant>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
 }
 
 // Rows interleaved by the short-row path when detail::interleave_short_rows says so.
 constexpr std::size_t kRowsAtOnce = 2;
 
 // T: storage type; C: compute type (f32, or f64 for f64 data and for the accuracy-first variant).
-template <bool kStream, class T, class C>
+// residual_add: each row (or pair of rows) of h = x + r is written first and normalized while it
+// is still in L1; `in` is then b with x = h.
+template <bool kStream, bool kVariant, class T, class C>
 void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
   using P = std::conditional_t<std::is_same_v<T, double>, double, float>;  // gamma/beta
   const hn::ScalableTag<C> d;
@@ -459,6 +532,14 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
   const auto* beta = static_cast<const P*>(b.beta);
   const auto row_x = [&](std::int64_t r) { return static_cast<const T*>(b.x) + r * p.cols; };
   const std::int64_t chunks = detail::chunk_count(p.cols);
+  Buffers in = b;
+  if (p.residual_add) in.x = b.h;
+  const auto add_rows = [&](std::int64_t r, std::int64_t count) {
+    if (!p.residual_add) return;
+    const auto offset = r * p.cols;
+    AddRowInto(d, row_x(r), static_cast<const T*>(b.residual) + offset, static_cast<T*>(b.h) + offset,
+               static_cast<std::size_t>(count * p.cols));
+  };
   if (chunks == 1) {
     constexpr auto R = static_cast<std::int64_t>(kRowsAtOnce);
     std::int64_t r = row_begin;
@@ -466,29 +547,39 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // (Apply's widest store is two vectors' worth of bf16.)
     const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % (2 * hn::Lanes(d)) == 0;
     if (same_alignment && detail::interleave_short_rows(p, row_end - row_begin))
-      for (; r + R <= row_end; r += R)
-        ShortRows<kRowsAtOnce, kStream, T, C>(p, b, r, gamma, beta, r + R < row_end ? row_x(r + R) : nullptr);
-    for (; r < row_end; ++r)
-      ShortRows<1, kStream, T, C>(p, b, r, gamma, beta, r + 1 < row_end ? row_x(r + 1) : nullptr);
+      for (; r + R <= row_end; r += R) {
+        add_rows(r, R);
+        ShortRows<kRowsAtOnce, kStream, kVariant, T, C>(p, in, r, gamma, beta, r + R < row_end ? row_x(r + R) : nullptr);
+      }
+    for (; r < row_end; ++r) {
+      add_rows(r, 1);
+      ShortRows<1, kStream, kVariant, T, C>(p, in, r, gamma, beta, r + 1 < row_end ? row_x(r + 1) : nullptr);
+    }
   } else {  // long rows: fixed chunks merged in order, exactly as `threaded` does in parallel
+    const auto row_in = [&](std::int64_t r) { return static_cast<const T*>(in.x) + r * p.cols; };
     for (std::int64_t r = row_begin; r < row_end; ++r) {
+      add_rows(r, 1);
       detail::ChunkAccumulator<C> acc;
       for (std::int64_t k = 0; k < chunks; ++k) {
         C chunk_mean, chunk_m2;
-        ChunkStatsTyped(d, row_x(r), p.cols, k, p.norm, chunk_mean, chunk_m2);
+        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2);
         const C count = static_cast<C>(std::min(p.cols - k * detail::kStatsChunk, detail::kStatsChunk));
         if (p.norm == Norm::kLayerNorm)
           acc.add_layernorm(count, chunk_mean, chunk_m2);
         else
           acc.add_rmsnorm(chunk_m2);
       }
-      const C mean = acc.mean, rstd = detail::row_rstd(acc.m2, p.cols, p.eps);
+      C mean = acc.mean, rstd = detail::row_rstd(acc.m2, p);
       if (b.mean) b.mean[r] = static_cast<float>(mean);
       if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
-      const T* x[1] = {row_x(r)};
+      if (kVariant && p.variant.storage_compute) {
+        mean = RoundScalarToStorage<T>(mean);
+        rstd = RoundScalarToStorage<T>(rstd);
+      }
+      const T* x[1] = {row_in(r)};
       T* y[1] = {static_cast<T*>(b.y) + r * p.cols};
-      Apply<kStream, 1>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
-                        r + 1 < row_end ? row_x(r + 1) : nullptr);
+      Apply<kStream, 1, kVariant>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
+                                  r + 1 < row_end ? row_x(r + 1) : nullptr, ApplyOptionsOf(p));
     }
   }
   if constexpr (kStream) hwy::FlushStream();  // order the non-temporal stores before what follows
@@ -497,10 +588,15 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
 template <class T, class C>
 void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end,
                       bool stream) {
-  if (stream)
-    ForwardRowsImpl<true, T, C>(p, b, row_begin, row_end);
+  const bool variant = p.variant.one_plus_gamma || p.variant.storage_compute;
+  if (stream && variant)
+    ForwardRowsImpl<true, true, T, C>(p, b, row_begin, row_end);
+  else if (stream)
+    ForwardRowsImpl<true, false, T, C>(p, b, row_begin, row_end);
+  else if (variant)
+    ForwardRowsImpl<false, true, T, C>(p, b, row_begin, row_end);
   else
-    ForwardRowsImpl<false, T, C>(p, b, row_begin, row_end);
+    ForwardRowsImpl<false, false, T, C>(p, b, row_begin, row_end);
 }
 
 void ForwardRows(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end, bool stream) {
@@ -535,14 +631,41 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
   const auto* gamma = b.gamma ? static_cast<const P*>(b.gamma) + begin : nullptr;
   const auto* beta = b.beta ? static_cast<const P*>(b.beta) + begin : nullptr;
   const auto n = static_cast<std::size_t>(end - begin);
-  const C m = static_cast<C>(mean), r = static_cast<C>(rstd);
+  C m = static_cast<C>(mean), r = static_cast<C>(rstd);
   const T* xs[1] = {x};
   T* ys[1] = {y};
-  if (stream) {
-    Apply<true, 1>(d, xs, ys, n, &m, &r, gamma, beta, static_cast<const T*>(nullptr));
-    hwy::FlushStream();
+  const ApplyOptions opt = ApplyOptionsOf(p);
+  const T* none = nullptr;
+  if (opt.storage) {
+    m = RoundScalarToStorage<T>(m);
+    r = RoundScalarToStorage<T>(r);
+  }
+  if (opt.one_plus_gamma || opt.storage) {
+    if (stream) Apply<true, 1, true>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
+    else Apply<false, 1, true>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
   } else {
-    Apply<false, 1>(d, xs, ys, n, &m, &r, gamma, beta, static_cast<const T*>(nullptr));
+    if (stream) Apply<true, 1>(d, xs, ys, n, &m, &r, gamma, beta, none);
+    else Apply<false, 1>(d, xs, ys, n, &m, &r, gamma, beta, none);
+  }
+  if (stream) hwy::FlushStream();
+}
+
+// h = x + r over [begin, end) of one row, with the kernel's compute type (threaded's split rows).
+template <class T>
+void AddRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const hn::ScalableTag<C> d;
+  const std::int64_t offset = row * p.cols + begin;
+  AddRowInto(d, static_cast<const T*>(b.x) + offset, static_cast<const T*>(b.residual) + offset,
+             static_cast<T*>(b.h) + offset, static_cast<std::size_t>(end - begin));
+}
+
+void AddRange(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end) {
+  switch (p.dtype) {
+    case DType::kF32: return AddRangeOf<float>(p, b, row, begin, end);
+    case DType::kF64: return AddRangeOf<double>(p, b, row, begin, end);
+    case DType::kBF16: return AddRangeOf<bf16>(p, b, row, begin, end);
+    case DType::kF16: return AddRangeOf<f16>(p, b, row, begin, end);
   }
 }
 
@@ -615,6 +738,7 @@ HWY_EXPORT(ForwardRows);
 HWY_EXPORT(ForwardRowsF64);
 HWY_EXPORT(ChunkStats);
 HWY_EXPORT(ApplyRange);
+HWY_EXPORT(AddRange);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(Convert);
 
@@ -634,7 +758,21 @@ void simd_load_widened(DType t, const void* in, float* out, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(Convert)(t, nullptr, nullptr, in, out, n);
 }
 
+void add_rounded(DType t, const void* x, const void* residual, void* h, std::size_t n) {
+  if (n == 0) return;
+  if (x == nullptr || residual == nullptr || h == nullptr) throw Error("add_rounded: null buffer");
+  Problem p{Norm::kLayerNorm, t, 1, static_cast<std::int64_t>(n), 0.0};
+  Buffers b;
+  b.x = x;
+  b.residual = residual;
+  b.h = h;
+  HWY_DYNAMIC_DISPATCH(AddRange)(p, b, 0, 0, static_cast<std::int64_t>(n));
+}
+
 namespace detail {
+void highway_add_range(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end) {
+  HWY_DYNAMIC_DISPATCH(AddRange)(p, b, row, begin, end);
+}
 void highway_rows(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end, bool stream) {
   HWY_DYNAMIC_DISPATCH(ForwardRows)(p, b, row_begin, row_end, stream);
 }

@@ -28,8 +28,15 @@ ReferenceResult reference_forward(const Problem& p, const Buffers& b) {
   out.rstd.resize(rows);
   const DType pt = param_dtype(p.dtype);
   std::vector<long double> centred(n);
+  if (p.residual_add) out.h.resize(rows * n);
+  unsigned char rounded[8];
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t i = 0; i < n; ++i) centred[i] = load_as_long_double(p.dtype, b.x, r * n + i);
+    if (p.residual_add)  // h = x + residual, rounded to the dtype as the kernel stores it
+      for (std::size_t i = 0; i < n; ++i) {
+        store_rounded(p.dtype, rounded, 0, centred[i] + load_as_long_double(p.dtype, b.residual, r * n + i));
+        centred[i] = out.h[r * n + i] = load_as_long_double(p.dtype, rounded, 0);
+      }
     long double mean = 0;
     if (p.norm == Norm::kLayerNorm) {
       CompensatedSum sum;
@@ -43,14 +50,15 @@ ReferenceResult reference_forward(const Problem& p, const Buffers& b) {
     }
     CompensatedSum squares;
     for (long double v : centred) squares.add(v * v);
-    const long double var = squares.value() / n;
-    const long double rstd = 1.0L / std::sqrt(var + static_cast<long double>(p.eps));
+    const long double var = squares.value() / (p.variant.unbiased ? n - 1 : n);
+    const long double eps = static_cast<long double>(p.eps);
+    const long double rstd = p.variant.eps_outside_sqrt ? 1.0L / (std::sqrt(var) + eps) : 1.0L / std::sqrt(var + eps);
     out.mean[r] = mean;
     out.var[r] = var;
     out.rstd[r] = rstd;
     for (std::size_t i = 0; i < n; ++i) {
       long double v = centred[i] * rstd;
-      if (b.gamma) v *= load_as_long_double(pt, b.gamma, i);
+      if (b.gamma) v *= (p.variant.one_plus_gamma ? 1.0L : 0.0L) + load_as_long_double(pt, b.gamma, i);
       if (b.beta) v += load_as_long_double(pt, b.beta, i);
       out.y[r * n + i] = v;
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "chunked_stats.hpp"
 #include "normbench/normbench.hpp"
 
 namespace normbench::detail {
@@ -36,6 +37,20 @@ RowStats<Acc<T>> mean_square_sequential(const T* x, std::int64_t n) {
   return {A(0), sumsq / static_cast<A>(n)};
 }
 
+// The storage-dtype rounding of one intermediate (Variant::storage_compute); identity for f32/f64.
+template <class T>
+inline Acc<T> round_to_storage(Acc<T> v) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) return v;
+  else return widen(from_f32<T>(v));
+}
+
+// h = x + r for one row, correctly rounded (the f32 sum of two bf16/f16 values rounds to the
+// same dtype value as the exact sum), so every family's h equals normbench::add_rounded's.
+template <class T>
+inline void add_row(const T* x, const T* r, T* h, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) h[i] = narrow<T>(widen(x[i]) + widen(r[i]));
+}
+
 // Stats must provide: template <class T> static RowStats<Acc<T>> layernorm(const T*, int64_t)
 //                     template <class T> static RowStats<Acc<T>> rmsnorm(const T*, int64_t)
 template <class Stats, class T>
@@ -44,18 +59,31 @@ void scalar_rows_typed(const Problem& p, const Buffers& b) {
   const std::int64_t n = p.cols;
   const auto* gamma = static_cast<const A*>(b.gamma);
   const auto* beta = static_cast<const A*>(b.beta);
-  const A eps = static_cast<A>(p.eps);
+  const Variant& var = p.variant;
+  const bool storage = var.storage_compute;
+  // Unbiased: the biased variance times n/(n-1), one rounding more than dividing M2 by n-1.
+  const A unbias = var.unbiased ? static_cast<A>(n) / static_cast<A>(n - 1) : A(1);
   for (std::int64_t r = 0; r < p.rows; ++r) {
     const T* x = static_cast<const T*>(b.x) + r * n;
     T* y = static_cast<T*>(b.y) + r * n;
+    if (p.residual_add) {  // the row of h is the input of the norm
+      T* h = static_cast<T*>(b.h) + r * n;
+      add_row(x, static_cast<const T*>(b.residual) + r * n, h, n);
+      x = h;
+    }
     const RowStats<A> s = p.norm == Norm::kLayerNorm ? Stats::layernorm(x, n) : Stats::rmsnorm(x, n);
-    const A rstd = A(1) / std::sqrt(s.variance + eps);
-    if (b.mean) b.mean[r] = static_cast<float>(s.mean);
+    A mean = s.mean, rstd = rstd_from_variance(var.unbiased ? s.variance * unbias : s.variance, p);
+    if (b.mean) b.mean[r] = static_cast<float>(mean);
     if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
+    if (storage) {
+      mean = round_to_storage<T>(mean);
+      rstd = round_to_storage<T>(rstd);
+    }
+    const auto round = [storage](A v) { return storage ? round_to_storage<T>(v) : v; };
     for (std::int64_t i = 0; i < n; ++i) {  // reads x[i] before writing y[i]: in place is safe
-      A v = (widen(x[i]) - s.mean) * rstd;
-      if (gamma) v *= gamma[i];
-      if (beta) v += beta[i];
+      A v = round(round(widen(x[i]) - mean) * rstd);
+      if (gamma) v = round(v * (var.one_plus_gamma ? round(A(1) + round(gamma[i])) : round(gamma[i])));
+      if (beta) v = round(v + round(beta[i]));
       y[i] = narrow<T>(v);
     }
   }

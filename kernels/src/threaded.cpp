@@ -29,17 +29,24 @@ void merge_row(const Problem& p, const Buffers& b, std::int64_t r, const std::ve
     else
       acc.add_rmsnorm(static_cast<C>(m2[k]));
   }
-  const C rstd = row_rstd(acc.m2, p.cols, p.eps);
+  const C rstd = row_rstd(acc.m2, p);
   if (b.mean) b.mean[r] = static_cast<float>(acc.mean);
   if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
   out_mean = acc.mean;
   out_rstd = rstd;
 }
 
-void split_long_rows(const Problem& p, const Buffers& b, int threads, bool stream) {
+void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool stream) {
   const std::int64_t chunks = chunk_count(p.cols);
   std::vector<double> mean(chunks), m2(chunks);
+  Buffers b = b_in;  // with residual_add, the row of h is the input of the norm
+  if (p.residual_add) b.x = b_in.h;
   for (std::int64_t r = 0; r < p.rows; ++r) {
+    if (p.residual_add) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::int64_t k = 0; k < chunks; ++k)
+        highway_add_range(p, b_in, r, k * kStatsChunk, std::min(p.cols, (k + 1) * kStatsChunk));
+    }
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::int64_t k = 0; k < chunks; ++k) highway_chunk_stats(p, b, r, k, &mean[k], &m2[k]);
     double row_mean, rstd;

@@ -24,20 +24,41 @@ Norm parse_norm(std::string_view name);  // throws Error
 // Default eps per norm (torch.nn.LayerNorm 1e-5; RMSNorm as in Llama, 1e-6).
 double default_eps(Norm n);
 
+// Options of LayerNorm / RMSNorm beyond torch's standard form (all false: the standard form).
+// Named combinations with their formulas and users are in variant_presets().
+struct Variant {
+  bool eps_outside_sqrt = false;  // LayerNorm: y = (x - mean) / (sqrt(var) + eps)
+  bool unbiased = false;          // LayerNorm: var = M2 / (cols - 1) (torch.var's default); cols >= 2
+  bool one_plus_gamma = false;    // gamma applied as (1 + gamma) (Gemma's RMSNorm)
+  // bf16/f16 only: no upcast. Statistics are still accumulated in f32 (as torch's reductions do),
+  // but mean and rstd, and every elementwise step (x - mean, * rstd, * gamma, + beta, 1 + gamma)
+  // are rounded to the storage dtype, as torch ops applied directly to bf16 tensors do.
+  bool storage_compute = false;
+  bool operator==(const Variant&) const = default;
+};
+
 // What to normalize. LayerNorm/RMSNorm: `rows` independent normalizations, each over the
-// `cols` contiguous trailing elements of its row (row-major, row stride = cols).
+// `cols` contiguous trailing elements of its row (row-major, row stride = cols). A
+// normalized_shape of several trailing axes, e.g. (T, D), is cols = T*D with gamma/beta of T*D.
+// residual_add: h = x + residual (rounded to the dtype) is written to Buffers::h and y = norm(h),
+// in one pass (pre-norm Transformer blocks).
 struct Problem {
   Norm norm = Norm::kLayerNorm;
   DType dtype = DType::kF32;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   double eps = 1e-5;
+  Variant variant{};
+  bool residual_add = false;
 };
 
 // Data of one call. x/y have the problem's dtype; gamma/beta have the parameter dtype
 // (f64 when dtype is f64, f32 otherwise) and `cols` elements, and are optional.
 // mean/rstd, when given, receive `rows` per-row statistics in f32 (for a backward pass);
 // RMSNorm writes mean = 0. y == x (in place) is allowed; other overlaps are not.
+// With Problem::residual_add: residual (dtype of x) is added to x and the sum written to h
+// (rows*cols, dtype of x); h may be x or residual itself (vLLM's in-place fused_add_rms_norm),
+// y must not overlap h or residual.
 struct Buffers {
   const void* x = nullptr;
   void* y = nullptr;
@@ -45,7 +66,32 @@ struct Buffers {
   const void* beta = nullptr;
   float* mean = nullptr;
   float* rstd = nullptr;
+  const void* residual = nullptr;
+  void* h = nullptr;
 };
+
+// A named variant: what the accuracy harness and the benchmark iterate over besides the norms.
+struct VariantPreset {
+  std::string_view name;     // "standard", "eps-outside", ... (command lines, reports)
+  std::string_view formula;  // one line, for listings and the README
+  std::string_view used_by;  // which well-known model or framework writes it
+  std::vector<Norm> norms;   // the norms it applies to
+  bool storage_dtypes_only;  // only meaningful for bf16/f16
+  Variant variant;
+  bool residual_add;
+  bool gamma, beta;          // which parameters it passes (standard: LayerNorm both, RMSNorm gamma)
+  bool applies(Norm n, DType t) const;
+};
+// "standard" first; the gamma/beta of "standard" depend on the norm (see find_variant_for).
+std::span<const VariantPreset> variant_presets();
+// Throws Error listing the known names when `name` is unknown.
+const VariantPreset& find_variant(std::string_view name);
+// The parameters a preset passes for norm n: "standard" RMSNorm has gamma only, LayerNorm both.
+bool variant_has_beta(const VariantPreset& v, Norm n);
+
+// h = x + residual elementwise, correctly rounded to t (Highway, dispatched): the "separate add"
+// that residual_add fuses; every family's h equals it bit for bit.
+void add_rounded(DType t, const void* x, const void* residual, void* h, std::size_t n);
 
 // How the highway family writes y. Non-temporal (streaming) stores bypass the caches: for outputs
 // larger than the last-level cache they save the read-for-ownership of every y line and leave x
@@ -100,6 +146,7 @@ struct Implementation {
   bool highway_dispatch = false;  // dispatches through Highway: tests run it on every target
   bool accumulates_in_f64 = false;  // f64 statistics for every dtype (else f32, f64 only for f64)
   bool honours_store_policy = false;  // RunConfig::stores selects its stores (else always cached)
+  bool supports_variants = false;  // honours Problem::variant and residual_add (else standard form only)
   std::string (*target)() = nullptr;  // SIMD target that runs here ("scalar" for scalar code)
   ForwardFn kernel = nullptr;         // unchecked; call normbench::forward instead
 

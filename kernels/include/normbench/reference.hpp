@@ -15,11 +15,15 @@ namespace normbench {
 struct ReferenceResult {
   std::vector<long double> y;     // rows*cols, unrounded
   std::vector<long double> mean;  // rows (0 for RMSNorm)
-  std::vector<long double> var;   // rows: biased variance (LayerNorm) or mean square (RMSNorm)
-  std::vector<long double> rstd;  // rows: 1/sqrt(var + eps)
+  std::vector<long double> var;   // rows: variance (biased unless unbiased) or mean square (RMSNorm)
+  std::vector<long double> rstd;  // rows: 1/sqrt(var + eps), or 1/(sqrt(var) + eps) for eps-outside
+  std::vector<long double> h;     // residual_add: x + residual rounded to the dtype (else empty)
 };
 
-// Validates like forward() (no output buffer needed; b.y, b.mean and b.rstd are ignored).
+// Validates like forward() (no output buffer needed; b.y, b.mean, b.rstd and b.h are ignored).
+// Follows Problem::variant (unbiased: var = M2/(n-1), reported in `var`; eps outside the sqrt;
+// 1 + gamma) except storage_compute: its reference is the exact standard form, so its error shows
+// what the upcast buys. residual_add: the norm of x + residual rounded to the dtype.
 ReferenceResult reference_forward(const Problem& p, const Buffers& b);
 
 }  // namespace normbench

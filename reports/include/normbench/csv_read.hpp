@@ -23,12 +23,15 @@ class CsvRows {
   using Row = std::array<std::string, N>;
 
   // Opens `path` and checks its header holds `columns` (in any order: rows come back in the order
-  // of `columns`); other columns are an error unless allow_extra_columns.
-  CsvRows(const std::string& path, const std::array<std::string, N>& columns, bool allow_extra_columns = false)
+  // of `columns`); other columns are an error unless allow_extra_columns; a missing column is an
+  // error unless allow_missing_columns (its field then reads as empty: columns added by a later
+  // schema version).
+  CsvRows(const std::string& path, const std::array<std::string, N>& columns, bool allow_extra_columns = false,
+          bool allow_missing_columns = false)
       : path_(path) {
     try {
       reader_ = std::make_unique<Reader>(path);
-      read_header(columns, allow_extra_columns, std::make_index_sequence<N>{});
+      read_header(columns, allow_extra_columns, allow_missing_columns, std::make_index_sequence<N>{});
     } catch (const io::error::base& e) {
       throw Error(describe(e));
     }
@@ -36,6 +39,7 @@ class CsvRows {
 
   // Reads the next row; false at the end of the file.
   bool next(Row& row) {
+    row = Row{};
     try {
       return read_row(row, std::make_index_sequence<N>{});
     } catch (const io::error::base& e) {
@@ -50,8 +54,11 @@ class CsvRows {
   using Reader = io::CSVReader<N, io::trim_chars<>, io::double_quote_escape<',', '"'>>;
 
   template <std::size_t... I>
-  void read_header(const std::array<std::string, N>& columns, bool allow_extra, std::index_sequence<I...>) {
-    reader_->read_header(allow_extra ? io::ignore_extra_column : io::ignore_no_column, columns[I]...);
+  void read_header(const std::array<std::string, N>& columns, bool allow_extra, bool allow_missing,
+                   std::index_sequence<I...>) {
+    const io::ignore_column flags = (allow_extra ? io::ignore_extra_column : io::ignore_no_column) |
+                                    (allow_missing ? io::ignore_missing_column : io::ignore_no_column);
+    reader_->read_header(flags, columns[I]...);
   }
   template <std::size_t... I>
   bool read_row(Row& row, std::index_sequence<I...>) {

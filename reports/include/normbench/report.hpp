@@ -8,8 +8,8 @@
 namespace normbench::report {
 
 // Bumped whenever a column is added, removed or changes meaning (see reports/README.md).
-inline constexpr int kBenchSchemaVersion = 2;  // 2 added stores, nt_ceiling_gbps, frac_of_nt_ceiling
-inline constexpr int kAccuracySchemaVersion = 1;
+inline constexpr int kBenchSchemaVersion = 3;  // 2 added stores, nt_ceiling_gbps, frac_of_nt_ceiling; 3 variant
+inline constexpr int kAccuracySchemaVersion = 2;  // 2 added variant, drift_normwise_ulp_max, drift_nmse
 
 struct MachineInfo {
   std::string host;
