@@ -190,9 +190,11 @@ def plot_bench(rows, out, written):
 
 def plot_variants(rows, out, written):
     """Per norm and dtype: each variant's error against its own reference and its drift from the
-    standard form (normwise ulps, worst over distributions and shapes), for every implementation."""
+    standard form (normwise ulps, worst over shapes, N(0,1) rows or a user's tensor), for every
+    implementation."""
+    generated = {"normal", "uniform", "offset", "outliers", "heavy", "constant", "range", "special"}
     var = [r for r in rows if r.get("variant", "standard") != "standard"
-           and r["distribution"] not in ("special", "range")]
+           and (r["distribution"] == "normal" or r["distribution"] not in generated)]
     groups = collections.defaultdict(list)
     for r in var:
         groups[(r["norm"], r["dtype"])].append(r)
@@ -219,7 +221,7 @@ def plot_variants(rows, out, written):
             ax.grid(True, axis="y", alpha=0.3)
         axes[0].set_ylabel(f"normwise error, ulps of {dtype} (worst case)")
         axes[1].legend(fontsize=8, ncol=2)
-        fig.suptitle(f"{norm} {dtype}: variants' error and drift from the standard form\n{subtitle(rows)}",
+        fig.suptitle(f"{norm} {dtype}: variants' error and drift from the standard form, N(0,1) rows\n{subtitle(rows)}",
                      fontsize=10, y=1.04)
         save(fig, out, f"variants-{norm}-{dtype}.png", written)
 
