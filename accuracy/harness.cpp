@@ -27,9 +27,9 @@ PreparedCase prepare(const Problem& base, std::vector<unsigned char> x, std::uin
   p.residual_add = variant.residual_add;
   PreparedCase c{p, std::move(x), {}, {}, {}, variant.gamma, variant_has_beta(variant, p.norm), {}, {}};
   const DType pt = param_dtype(p.dtype);
-  c.gamma.resize(static_cast<std::size_t>(p.cols) * dtype_size(pt));
+  c.gamma.resize(static_cast<std::size_t>(param_count(p)) * dtype_size(pt));
   c.beta.resize(c.gamma.size());
-  fill_params(pt, p.cols, seed, c.gamma.data(), c.beta.data());
+  fill_params(pt, param_count(p), seed, c.gamma.data(), c.beta.data());
   if (p.residual_add) {
     c.residual.resize(c.x.size());
     std::mt19937_64 rng(seed * 104729 + 17);
@@ -44,7 +44,8 @@ PreparedCase prepare(const Problem& base, std::vector<unsigned char> x, std::uin
 }
 
 PreparedCase prepare(const Problem& p, const DistCase& dist, std::uint64_t seed, const VariantPreset& variant) {
-  const std::vector<double> values = generate(dist, p.dtype, p.rows, p.cols, seed);
+  // Per unit (row, or GroupNorm group): the offset rows get their condition number per unit.
+  const std::vector<double> values = generate(dist, p.dtype, units(p), stat_cols(p), seed);
   std::vector<unsigned char> x(values.size() * dtype_size(p.dtype));
   for (std::size_t i = 0; i < values.size(); ++i) store_rounded(p.dtype, x.data(), i, values[i]);
   return prepare(p, std::move(x), seed, variant);
@@ -54,7 +55,7 @@ CaseMetrics run_case(const Implementation& impl, const PreparedCase& c, int thre
                      std::vector<unsigned char>* y_out) {
   const Problem& p = c.problem;
   std::vector<unsigned char> y(c.x.size()), h(p.residual_add ? c.x.size() : 0);
-  std::vector<float> mean(static_cast<std::size_t>(p.rows)), rstd(static_cast<std::size_t>(p.rows));
+  std::vector<float> mean(static_cast<std::size_t>(units(p))), rstd(static_cast<std::size_t>(units(p)));
   Buffers b = c.inputs();
   b.y = y.data();
   b.mean = mean.data();

@@ -35,8 +35,8 @@ Shape parse_accuracy_shape(const std::string& text) {
   return s;
 }
 
-// Default shapes: cols 7, 768, 4096, 65537 with a few rows each.
-std::vector<Shape> default_shapes() { return {{16, 7}, {8, 768}, {4, 4096}, {4, 65537}}; }
+// Default shapes: cols 7, 768, 4096, 65537 with a few rows each, and a GroupNorm input (N 2, C 64, HW 100).
+std::vector<Shape> default_shapes() { return {{16, 7}, {8, 768}, {4, 4096}, {4, 65537}, {2, 6400, 64}}; }
 
 std::string g(double v) { return report::num(v); }
 
@@ -54,7 +54,7 @@ int run(int argc, char** argv) {
   Options o;
   CLI::App app{"normbench-accuracy: error of every registered implementation against a long-double reference,\n"
                "over seeded input distributions or your own .npy tensors. Writes a CSV (see reports/README.md)."};
-  app.add_option("--norm", o.norms, "Norms (layernorm, rmsnorm; comma list; default all)");
+  app.add_option("--norm", o.norms, "Norms (layernorm, rmsnorm, groupnorm; comma list; default all)");
   app.add_option("--impl", o.impls, "Implementations (comma list; default all; see --list)");
   app.add_option("--dtype", o.dtypes, "dtypes (f32, f64, bf16, f16; comma list; default all)");
   app.add_option("--variant", o.variants,
@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
   app.add_option("--dist", o.dists,
                  "Distributions: normal, uniform, offset (kappa 1..1e8), outliers, heavy, constant, range, special "
                  "(comma list; default all)");
-  app.add_option("--shape", o.shapes, "Shapes RxC (repeatable; default 16x7, 8x768, 4x4096, 4x65537)");
+  app.add_option("--shape", o.shapes, "Shapes RxC or NxCxS (repeatable; default 16x7, 8x768, 4x4096, 4x65537, 2x64x100)");
   app.add_option("--eps", o.eps, "eps (default 1e-5 for LayerNorm, 1e-6 for RMSNorm)")->expected(1);
   app.add_option("--seed", o.seed, "Seed of the generated inputs")->capture_default_str();
   app.add_option("--threads", o.threads, "Threads for threaded implementations (default: all cores)");
@@ -179,7 +179,7 @@ int run(int argc, char** argv) {
             if (impl->supports(n, t) && (standard || impl->supports_variants)) todo.push_back(impl);
           if (todo.empty()) continue;
           const double eps = o.eps.empty() ? default_eps(n) : o.eps[0];
-          const Problem base{n, t, s.rows, s.cols, eps};
+          const Problem base = cli::make_problem(n, t, s, eps);
           if (variant->variant.unbiased && s.cols < 2) continue;  // undefined (torch gives NaN)
           const PreparedCase pc = o.input.empty() ? prepare(base, dc, o.seed, *variant)
                                                   : prepare(base, user.data, o.seed, *variant);
@@ -204,7 +204,8 @@ int run(int argc, char** argv) {
                 std::to_string(report::kAccuracySchemaVersion), std::string(norm_name(n)), std::string(variant->name),
                 std::string(impl->name),
                 std::string(impl->family), impl->target(), std::string(dtype_name(t)), dc.dist, g(dc.kappa_target),
-                std::to_string(s.rows), std::to_string(s.cols), g(eps), std::to_string(o.seed), std::to_string(threads),
+                std::to_string(s.rows), std::to_string(s.cols), std::to_string(channel_count(pc.problem)),
+                std::to_string(group_count(pc.problem)), g(eps), std::to_string(o.seed), std::to_string(threads),
                 std::string(variance_algorithm_name(impl->variance_algorithm)), std::string(impl->accumulator),
                 g(m.normwise_ulp_max), g(m.ulp_max), g(m.ulp_mean), g(m.rel_err_max), g(m.abs_err_max),
                 g(m.frac_correctly_rounded), g(m.mean_rel_err_max), g(m.rstd_rel_err_max), g(m.var_rel_err_max),

@@ -15,14 +15,16 @@ CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers&
   const long double u_f32 = unit_roundoff(DType::kF32);
   long double ulp_sum = 0, err2 = 0, ref2 = 0;
   std::int64_t counted = 0, correct = 0;
-  const bool layernorm = p.norm == Norm::kLayerNorm;
+  const bool layernorm = centres(p.norm);
+  // Units (rows, or GroupNorm's row-and-group blocks) are contiguous runs of `len` elements.
+  const std::int64_t n_units = units(p), len = stat_cols(p);
   m.mean_rel_err_max = layernorm ? 0 : std::numeric_limits<double>::quiet_NaN();
-  for (std::int64_t r = 0; r < p.rows; ++r) {
+  for (std::int64_t r = 0; r < n_units; ++r) {
     long double row_err = 0, row_ref = 0;
     bool row_finite = true;   // reference and output both finite everywhere
     bool ref_finite = true;   // reference finite everywhere
-    for (std::int64_t i = 0; i < p.cols; ++i) {
-      const std::size_t k = static_cast<std::size_t>(r * p.cols + i);
+    for (std::int64_t i = 0; i < len; ++i) {
+      const std::size_t k = static_cast<std::size_t>(r * len + i);
       const long double got = load_as_long_double(t, y, k), want = ref.y[k];
       ref_finite = ref_finite && std::isfinite(want);
       if (std::isfinite(got) != std::isfinite(want) || std::isnan(got) != std::isnan(want)) {
@@ -59,9 +61,9 @@ CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers&
     long double bound = 0, allowed = 0, kappa = 1;
     if (var > 0) {
       kappa = layernorm ? std::sqrt(1 + ref.mean[r] * ref.mean[r] / var) : 1.0L;
-      bound = layernorm ? variance_error_bound(impl.variance_algorithm, static_cast<double>(p.cols),
+      bound = layernorm ? variance_error_bound(impl.variance_algorithm, static_cast<double>(len),
                                                static_cast<double>(kappa), static_cast<double>(u))
-                        : p.cols * u;  // RMSNorm: a sum of non-negative terms
+                        : len * u;  // RMSNorm: a sum of non-negative terms
       // rstd arrives in f32, so var_hat resolves the variance only to ~4 u_f32 (var + eps) / var.
       allowed = 2 * bound + 4 * u_f32 * (var + p.eps) / var + 4 * u;
       m.kappa_max = std::max(m.kappa_max, static_cast<double>(kappa));

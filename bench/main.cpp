@@ -228,10 +228,10 @@ int run(int argc, char** argv) {
   Options o;
   CLI::App app{"normbench: throughput of every registered LayerNorm/RMSNorm implementation against the\n"
                "machine's bandwidth ceiling, measured in the same run. Writes a CSV report (see reports/README.md)."};
-  app.add_option("--shapes", o.shape_set, "Shape set(s): quick, transformer, cache-sweep, odd, full (comma list)")
+  app.add_option("--shapes", o.shape_set, "Shape set(s): quick, transformer, cache-sweep, odd, cnn, full (comma list)")
       ->capture_default_str();
-  app.add_option("--shape", o.shapes, "Explicit shape RxC (repeatable; replaces --shapes)");
-  app.add_option("--norm", o.norms, "Norms to run (layernorm, rmsnorm; comma list; default all)");
+  app.add_option("--shape", o.shapes, "Explicit shape RxC or NxCxS (GroupNorm input; for LayerNorm/RMSNorm normalized_shape (C, S)) (repeatable; replaces --shapes)");
+  app.add_option("--norm", o.norms, "Norms to run (layernorm, rmsnorm, groupnorm; comma list; default all)");
   app.add_option("--impl", o.impls, "Implementations to run (comma list; default all; see --list)");
   app.add_option("--variant", o.variants,
                  "Variants (standard, eps-outside, unbiased, rms-shift, param-free, gemma, storage, residual-add, "
@@ -347,7 +347,8 @@ int run(int argc, char** argv) {
             if (variant != "standard" && !impl->supports_variants) continue;
             if (separate && th > 1) continue;  // add_rounded is one thread
             if (preset.variant.unbiased && s.cols < 2) continue;
-            const std::int64_t params = ((preset.gamma ? 1 : 0) + (variant_has_beta(preset, n) ? 1 : 0)) * s.cols *
+            const std::int64_t params = ((preset.gamma ? 1 : 0) + (variant_has_beta(preset, n) ? 1 : 0)) *
+                                        param_count(cli::make_problem(n, t, s, default_eps(n))) *
                                         static_cast<std::int64_t>(dtype_size(param_dtype(t)));
             // residual add: read x and r, write h and y, whether fused or not.
             const std::int64_t data = preset.residual_add ? 2 * xy : xy;

@@ -31,7 +31,7 @@ std::string format_duration(double seconds) {
 bool Case::is_separate_add() const { return variant == kSeparateAdd; }
 
 Problem Case::problem() const {
-  Problem p{norm, dtype, shape.rows, shape.cols, default_eps(norm)};
+  Problem p = cli::make_problem(norm, dtype, shape, default_eps(norm));
   if (!is_ceiling() && !is_separate_add()) {
     const VariantPreset& v = find_variant(variant);
     p.variant = v.variant;
@@ -130,7 +130,8 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
                        : std::string(c.impl->name),
         c.is_ceiling() ? "ceiling" : std::string(c.impl->family),
         c.is_ceiling() ? machine_.hwy_target : c.impl->target(), std::string(dtype_name(c.dtype)),
-        std::to_string(c.shape.rows), std::to_string(c.shape.cols), std::to_string(c.threads),
+        std::to_string(c.shape.rows), std::to_string(c.shape.cols), std::to_string(c.is_ceiling() ? 0 : channel_count(c.problem())),
+        std::to_string(c.is_ceiling() ? 1 : group_count(c.problem())), std::to_string(c.threads),
         c.cold_cache ? "1" : "0", std::string(c.effective_stores()), std::to_string(c.bytes_per_iter), std::to_string(c.working_set_bytes),
         std::to_string(res.seconds_per_iter.size()), report::num(report::median(res.iterations)),
         report::num(t_med * 1e9), report::num(ok ? *tmin * 1e9 : std::nan("")),

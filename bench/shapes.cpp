@@ -1,6 +1,7 @@
 #include "shapes.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -31,6 +32,17 @@ std::vector<Shape> cache_sweep() {
   return v;
 }
 
+// GroupNorm (N, C, HW) of CNNs and diffusion UNets: Stable Diffusion's UNet at 64x64, 32x32 and
+// 16x16 latents (C 320, 640, 1280, batch 2), ResNet-50 stages at 56x56 and 28x28 (batch 8).
+// LayerNorm/RMSNorm read them as normalized_shape (C, HW).
+std::vector<Shape> cnn() {
+  std::vector<Shape> v;
+  for (auto [n, c, hw] : {std::array<std::int64_t, 3>{2, 320, 4096}, {2, 640, 1024}, {2, 1280, 256},
+                          {8, 64, 3136}, {8, 256, 784}})
+    v.push_back({n, c * hw, c});
+  return v;
+}
+
 std::vector<Shape> odd() {
   std::vector<Shape> v;
   for (std::int64_t rows : {1, 128})
@@ -41,17 +53,18 @@ std::vector<Shape> odd() {
 }  // namespace
 
 std::vector<Shape> shape_set(std::string_view name) {
-  if (name == "quick") return {{1, 4096}, {64, 768}, {128, 4096}, {512, 4096}};
+  if (name == "quick") return {{1, 4096}, {64, 768}, {128, 4096}, {512, 4096}, {2, 64 * 1024, 64}};
+  if (name == "cnn") return cnn();
   if (name == "transformer") return transformer();
   if (name == "cache-sweep") return cache_sweep();
   if (name == "odd") return odd();
   if (name == "full") {
     std::vector<Shape> v;
-    for (std::string_view set : {"transformer", "cache-sweep", "odd"})
+    for (std::string_view set : {"transformer", "cache-sweep", "odd", "cnn"})
       for (Shape s : shape_set(set)) add_unique(v, s);
     return v;
   }
-  throw Error(fmt::format("unknown shape set '{}' (expected quick, transformer, cache-sweep, odd or full)", name));
+  throw Error(fmt::format("unknown shape set '{}' (expected quick, transformer, cache-sweep, odd, cnn or full)", name));
 }
 
 }  // namespace normbench::bench

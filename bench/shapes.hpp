@@ -14,7 +14,7 @@ using cli::parse_shape;
 using cli::Shape;
 using cli::shape_name;
 
-inline constexpr std::string_view kShapeSets[] = {"quick", "transformer", "cache-sweep", "odd", "full"};
+inline constexpr std::string_view kShapeSets[] = {"quick", "transformer", "cache-sweep", "odd", "cnn", "full"};
 // Throws Error for an unknown set name (listing the known ones).
 std::vector<Shape> shape_set(std::string_view name);
 

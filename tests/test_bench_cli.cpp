@@ -24,7 +24,7 @@ CommandResult run(const std::string& args) {
   return run_command(fmt::format("{} {} 2>&1 >/dev/null", NORMBENCH_BIN, args));
 }
 
-constexpr std::size_t kBenchColumns = 41;
+constexpr std::size_t kBenchColumns = 43;
 
 TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   const DocumentedColumns doc = documented_columns(NORMBENCH_REPORTS_README, "Benchmark report");
@@ -92,6 +92,8 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"--impl nope", "unknown implementation 'nope'"},
       {"--dtype fp8", "unknown dtype 'fp8'"},
       {"--variant nope", "unknown variant 'nope'"},
+      {"--shape 2x0x64", "must be at least 1"},
+      {"--shape 2x64x", "is missing"},
       {"--threads 0", "not a thread count"},
       {"--nonsense", "nonsense"},
   };

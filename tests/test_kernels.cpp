@@ -63,7 +63,7 @@ int check_against_reference(const Implementation& impl, const Inputs& in, const 
       mean_abs += std::fabs(load_as_long_double(p.dtype, in.x.data(), r * p.cols + i));
     mean_abs /= p.cols;
     RowBound rb{u, static_cast<long double>(p.cols), 0, p.cols * u};
-    if (p.norm == Norm::kLayerNorm && ref.var[r] > 0) {
+    if (centres(p.norm) && ref.var[r] > 0) {
       const long double kappa = std::sqrt(1 + ref.mean[r] * ref.mean[r] / ref.var[r]);
       rb.a = mean_abs / std::sqrt(ref.var[r]);
       rb.v = variance_error_bound(impl.variance_algorithm, p.cols, kappa, u);

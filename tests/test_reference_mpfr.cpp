@@ -36,7 +36,7 @@ Exact exact_row(const Problem& p, const Inputs& in) {
   Mp sum, mean, t, ssd, var, rstd;
   for (std::size_t i = 0; i < n; ++i)
     mpfr_add_d(sum.get(), sum.get(), static_cast<double>(load_as_long_double(p.dtype, in.x.data(), i)), MPFR_RNDN);
-  if (p.norm == Norm::kLayerNorm) mpfr_div_ui(mean.get(), sum.get(), n, MPFR_RNDN);
+  if (centres(p.norm)) mpfr_div_ui(mean.get(), sum.get(), n, MPFR_RNDN);
   for (std::size_t i = 0; i < n; ++i) {
     mpfr_set_ld(t.get(), load_as_long_double(p.dtype, in.x.data(), i), MPFR_RNDN);
     mpfr_sub(t.get(), t.get(), mean.get(), MPFR_RNDN);

@@ -48,12 +48,12 @@ inline C rstd_from_variance(C var, const Problem& p) {
   return C(1) / std::sqrt(var + static_cast<C>(p.eps));
 }
 
-// rstd from M2 = sum (x - mean)^2 (RMSNorm: sum x^2) of a whole row: var = M2 / n, or
-// M2 / (n - 1) for the unbiased variant. Shared by highway's chunked and short-row paths and by
-// threaded, so they agree bit for bit.
+// rstd from M2 = sum (x - mean)^2 (RMSNorm: sum x^2) of a whole unit of n elements (a row, or a
+// GroupNorm group): var = M2 / n, or M2 / (n - 1) for the unbiased variant. Shared by highway's
+// chunked and short-row paths and by threaded, so they agree bit for bit.
 template <class C>
-inline C row_rstd(C m2, const Problem& p) {
-  const C inv_n = C(1) / static_cast<C>(p.variant.unbiased ? p.cols - 1 : p.cols);
+inline C row_rstd(C m2, std::int64_t n, const Problem& p) {
+  const C inv_n = C(1) / static_cast<C>(p.variant.unbiased ? n - 1 : n);
   return rstd_from_variance(m2 * inv_n, p);
 }
 

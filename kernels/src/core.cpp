@@ -15,6 +15,7 @@ std::string_view norm_name(Norm n) {
   switch (n) {
     case Norm::kLayerNorm: return "layernorm";
     case Norm::kRMSNorm: return "rmsnorm";
+    case Norm::kGroupNorm: return "groupnorm";
   }
   return "invalid";
 }
@@ -22,7 +23,7 @@ std::string_view norm_name(Norm n) {
 Norm parse_norm(std::string_view name) {
   for (Norm n : kAllNorms)
     if (norm_name(n) == name) return n;
-  throw Error(fmt::format("unknown norm '{}' (expected layernorm or rmsnorm)", name));
+  throw Error(fmt::format("unknown norm '{}' (expected layernorm, rmsnorm or groupnorm)", name));
 }
 
 double default_eps(Norm n) { return n == Norm::kRMSNorm ? 1e-6 : 1e-5; }
@@ -152,6 +153,20 @@ bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfi
   if (p.rows < 0) throw Error(fmt::format("rows must be non-negative (got {})", p.rows));
   if (std::isnan(p.eps) || p.eps < 0 || std::isinf(p.eps))
     throw Error(fmt::format("eps must be a finite number >= 0 (got {})", p.eps));
+  if (p.norm == Norm::kGroupNorm) {
+    if (p.groups < 1) throw Error(fmt::format("groupnorm: groups must be at least 1 (got {})", p.groups));
+    if (p.channels < 0) throw Error(fmt::format("groupnorm: channels must be >= 0 (got {})", p.channels));
+    const std::int64_t c = channel_count(p);
+    if (p.cols % c != 0)
+      throw Error(fmt::format("groupnorm: {} elements per sample are not {} channels times a spatial size "
+                              "(the layout does not match the shape)", p.cols, c));
+    if (c % p.groups != 0)
+      throw Error(fmt::format("groupnorm: {} groups do not divide {} channels", p.groups, c));
+    if (p.variant != Variant{} || p.residual_add)
+      throw Error("groupnorm: only the standard form (with or without gamma/beta) is defined");
+  } else if (p.groups != 1 || p.channels != 0) {
+    throw Error(fmt::format("groups and channels apply to groupnorm only, not {}", norm_name(p.norm)));
+  }
   const Variant& v = p.variant;
   if ((v.eps_outside_sqrt || v.unbiased) && p.norm != Norm::kLayerNorm)
     throw Error(fmt::format("the {} variant applies to LayerNorm only, not {}",

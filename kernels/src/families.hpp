@@ -24,6 +24,8 @@ std::string highway_target();
 // (LayerNorm mean and M2, RMSNorm sum of squares in m2) and the apply step over [begin, end).
 void highway_chunk_stats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t chunk, double* mean,
                          double* m2);
+// GroupNorm units [u_begin, u_end) (see normbench::units), each computed whole.
+void highway_group_units(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end, bool stream);
 // h = x + residual over [begin, end) of one row (Problem::residual_add).
 void highway_add_range(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end);
 void highway_apply_range(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end,

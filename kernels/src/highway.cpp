@@ -363,7 +363,9 @@ HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<
 // kStream: y is written with non-temporal stores after peeling to the vector alignment.
 // kVariant: honours opt (Gemma's 1 + gamma; storage-dtype rounding of every step, where mean and
 // rstd arrive already rounded).
-template <bool kStream, std::size_t R, bool kVariant = false, class D, class T, class P>
+// kBroadcast: gamma and beta point at one value each, applied to all n elements (GroupNorm's
+// per-channel parameters over a channel's spatial positions).
+template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = false, class D, class T, class P>
 HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
                       const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
                       const T* next_x, ApplyOptions opt = {}) {
@@ -403,11 +405,17 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
       if (opt.storage) b = RoundToStorage<T>(d, b);
     return b;
   };
+  // gamma/beta for columns [i, i + count): a vector of them, or the broadcast value.
+  const auto param = [&](const P* HWY_RESTRICT ptr, std::size_t i, std::size_t count) HWY_ATTR __attribute__((always_inline)) {
+    if (!ptr) return hn::Zero(d);
+    if constexpr (kBroadcast) return hn::Set(d, static_cast<hn::TFromD<D>>(ptr[0]));
+    return count == N ? LoadRow(d, ptr + i) : LoadPartial(d, ptr + i, count);
+  };
   // Columns [i, i + count) of every row, count <= N; stream: a whole vector may be streamed.
   const auto columns = [&](std::size_t i, std::size_t count, bool stream) HWY_ATTR __attribute__((always_inline)) {
     const bool whole = count == N;
-    const auto g = prep_gamma(!gamma ? hn::Zero(d) : whole ? LoadRow(d, gamma + i) : LoadPartial(d, gamma + i, count));
-    const auto b = prep_beta(!beta ? hn::Zero(d) : whole ? LoadRow(d, beta + i) : LoadPartial(d, beta + i, count));
+    const auto g = prep_gamma(param(gamma, i, count));
+    const auto b = prep_beta(param(beta, i, count));
     for (std::size_t r = 0; r < R; ++r) {
       const auto v = value(whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count), g, b, r);
       if (whole && stream)
@@ -425,10 +433,8 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   const std::size_t step = kPairs ? 2 * N : N;
   const auto step_columns = [&](std::size_t i) HWY_ATTR __attribute__((always_inline)) {
     if constexpr (kPairs) {
-      const auto g0 = prep_gamma(gamma ? LoadRow(d, gamma + i) : hn::Zero(d));
-      const auto g1 = prep_gamma(gamma ? LoadRow(d, gamma + i + N) : hn::Zero(d));
-      const auto b0 = prep_beta(beta ? LoadRow(d, beta + i) : hn::Zero(d));
-      const auto b1 = prep_beta(beta ? LoadRow(d, beta + i + N) : hn::Zero(d));
+      const auto g0 = prep_gamma(param(gamma, i, N)), g1 = prep_gamma(param(gamma, i + N, N));
+      const auto b0 = prep_beta(param(beta, i, N)), b1 = prep_beta(param(beta, i + N, N));
       for (std::size_t r = 0; r < R; ++r)
         NarrowPairToBf16<kStream>(d, value(LoadRow(d, x[r] + i), g0, b0, r),
                                   value(LoadRow(d, x[r] + i + N), g1, b1, r), y[r] + i);
@@ -481,7 +487,7 @@ HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t col
   const auto n = static_cast<std::size_t>(std::min(cols - begin, detail::kStatsChunk));
   const T* x[1] = {row + begin};
   mean = 0;
-  if (norm == Norm::kLayerNorm)
+  if (centres(norm))
     BlockStats<1>(d, x, n, &mean, &m2);
   else
     SumsOfSquares<1>(d, x, n, &m2);
@@ -501,12 +507,12 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
     y[k] = static_cast<T*>(b.y) + (r + static_cast<std::int64_t>(k)) * p.cols;
     mean[k] = 0;
   }
-  if (p.norm == Norm::kLayerNorm)
+  if (centres(p.norm))
     BlockStats<R>(d, x, n, mean, m2);
   else
     SumsOfSquares<R>(d, x, n, m2);
   for (std::size_t k = 0; k < R; ++k) {
-    rstd[k] = detail::row_rstd(m2[k], p);
+    rstd[k] = detail::row_rstd(m2[k], p.cols, p);
     if (b.mean) b.mean[r + static_cast<std::int64_t>(k)] = static_cast<float>(mean[k]);
     if (b.rstd) b.rstd[r + static_cast<std::int64_t>(k)] = static_cast<float>(rstd[k]);
     if (kVariant && p.variant.storage_compute) {
@@ -517,6 +523,53 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
   Apply<kStream, R, kVariant>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
 }
 
+// GroupNorm units [u_begin, u_end) (unit u = row u / groups, group u % groups), each over its
+// contiguous (C/groups)*HW elements: statistics as for a LayerNorm row (chunked beyond one chunk,
+// merged in order), then per channel the apply step with that channel's gamma/beta broadcast.
+// Every unit is computed whole by one call, so `threaded` splitting units is bitwise equal.
+template <bool kStream, class T, class C>
+void GroupUnitsImpl(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end) {
+  using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const hn::ScalableTag<C> d;
+  const std::int64_t groups = group_count(p), len = stat_cols(p), hw = spatial_size(p), per_group = len / hw;
+  const auto* gamma = static_cast<const P*>(b.gamma);
+  const auto* beta = static_cast<const P*>(b.beta);
+  for (std::int64_t u = u_begin; u < u_end; ++u) {
+    const T* x = static_cast<const T*>(b.x) + u * len;
+    T* y = static_cast<T*>(b.y) + u * len;
+    detail::ChunkAccumulator<C> acc;
+    for (std::int64_t k = 0; k < detail::chunk_count(len); ++k) {
+      C chunk_mean, chunk_m2;
+      ChunkStatsTyped(d, x, len, k, p.norm, chunk_mean, chunk_m2);
+      if (centres(p.norm))
+        acc.add_layernorm(static_cast<C>(std::min(len - k * detail::kStatsChunk, detail::kStatsChunk)), chunk_mean,
+                          chunk_m2);
+      else
+        acc.add_rmsnorm(chunk_m2);
+    }
+    const C mean = acc.mean, rstd = detail::row_rstd(acc.m2, len, p);
+    if (b.mean) b.mean[u] = static_cast<float>(mean);
+    if (b.rstd) b.rstd[u] = static_cast<float>(rstd);
+    const std::int64_t channel0 = (u % groups) * per_group;
+    const P* g = gamma ? gamma + channel0 : nullptr;
+    const P* bt = beta ? beta + channel0 : nullptr;
+    const T* next_x = u + 1 < u_end ? x + len : nullptr;
+    if (hw == 1) {  // per-element parameters: the row form
+      const T* xs[1] = {x};
+      T* ys[1] = {y};
+      Apply<kStream, 1>(d, xs, ys, static_cast<std::size_t>(len), &mean, &rstd, g, bt, next_x);
+      continue;
+    }
+    for (std::int64_t c = 0; c < per_group; ++c) {
+      const T* xs[1] = {x + c * hw};
+      T* ys[1] = {y + c * hw};
+      Apply<kStream, 1, false, true>(d, xs, ys, static_cast<std::size_t>(hw), &mean, &rstd, g ? g + c : nullptr,
+                                     bt ? bt + c : nullptr, c + 1 == per_group ? next_x : nullptr);
+    }
+  }
+  if constexpr (kStream) hwy::FlushStream();
+}
+
 // Rows interleaved by the short-row path when detail::interleave_short_rows says so.
 constexpr std::size_t kRowsAtOnce = 2;
 
@@ -525,6 +578,10 @@ constexpr std::size_t kRowsAtOnce = 2;
 // is still in L1; `in` is then b with x = h.
 template <bool kStream, bool kVariant, class T, class C>
 void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
+  if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) {  // else a LayerNorm row
+    GroupUnitsImpl<kStream, T, C>(p, b, row_begin * group_count(p), row_end * group_count(p));
+    return;
+  }
   using P = std::conditional_t<std::is_same_v<T, double>, double, float>;  // gamma/beta
   const hn::ScalableTag<C> d;
   HWY_DASSERT(hn::Lanes(d) * sizeof(C) <= kMaxVectorBytes);
@@ -564,12 +621,12 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
         C chunk_mean, chunk_m2;
         ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2);
         const C count = static_cast<C>(std::min(p.cols - k * detail::kStatsChunk, detail::kStatsChunk));
-        if (p.norm == Norm::kLayerNorm)
+        if (centres(p.norm))
           acc.add_layernorm(count, chunk_mean, chunk_m2);
         else
           acc.add_rmsnorm(chunk_m2);
       }
-      C mean = acc.mean, rstd = detail::row_rstd(acc.m2, p);
+      C mean = acc.mean, rstd = detail::row_rstd(acc.m2, p.cols, p);
       if (b.mean) b.mean[r] = static_cast<float>(mean);
       if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
       if (kVariant && p.variant.storage_compute) {
@@ -648,6 +705,25 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
     else Apply<false, 1>(d, xs, ys, n, &m, &r, gamma, beta, none);
   }
   if (stream) hwy::FlushStream();
+}
+
+// GroupNorm units [u_begin, u_end) with the highway kernel (threaded splits units over threads).
+template <class T>
+void GroupUnitsOf(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end, bool stream) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  if (stream)
+    GroupUnitsImpl<true, T, C>(p, b, u_begin, u_end);
+  else
+    GroupUnitsImpl<false, T, C>(p, b, u_begin, u_end);
+}
+
+void GroupUnits(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end, bool stream) {
+  switch (p.dtype) {
+    case DType::kF32: return GroupUnitsOf<float>(p, b, u_begin, u_end, stream);
+    case DType::kF64: return GroupUnitsOf<double>(p, b, u_begin, u_end, stream);
+    case DType::kBF16: return GroupUnitsOf<bf16>(p, b, u_begin, u_end, stream);
+    case DType::kF16: return GroupUnitsOf<f16>(p, b, u_begin, u_end, stream);
+  }
 }
 
 // h = x + r over [begin, end) of one row, with the kernel's compute type (threaded's split rows).
@@ -739,6 +815,7 @@ HWY_EXPORT(ForwardRowsF64);
 HWY_EXPORT(ChunkStats);
 HWY_EXPORT(ApplyRange);
 HWY_EXPORT(AddRange);
+HWY_EXPORT(GroupUnits);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(Convert);
 
@@ -770,6 +847,9 @@ void add_rounded(DType t, const void* x, const void* residual, void* h, std::siz
 }
 
 namespace detail {
+void highway_group_units(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end, bool stream) {
+  HWY_DYNAMIC_DISPATCH(GroupUnits)(p, b, u_begin, u_end, stream);
+}
 void highway_add_range(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end) {
   HWY_DYNAMIC_DISPATCH(AddRange)(p, b, row, begin, end);
 }

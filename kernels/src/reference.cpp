@@ -1,6 +1,7 @@
 #include "normbench/reference.hpp"
 
 #include <cmath>
+#include <span>
 
 #include "families.hpp"
 
@@ -23,44 +24,51 @@ ReferenceResult reference_forward(const Problem& p, const Buffers& b) {
   if (!detail::check_problem_and_inputs(p, b, RunConfig{})) return out;
   const auto rows = static_cast<std::size_t>(p.rows), n = static_cast<std::size_t>(p.cols);
   out.y.resize(rows * n);
-  out.mean.resize(rows);
-  out.var.resize(rows);
-  out.rstd.resize(rows);
+  const auto groups = static_cast<std::size_t>(group_count(p)), len = static_cast<std::size_t>(stat_cols(p));
+  const auto hw = static_cast<std::size_t>(spatial_size(p));
+  out.mean.resize(rows * groups);
+  out.var.resize(rows * groups);
+  out.rstd.resize(rows * groups);
   const DType pt = param_dtype(p.dtype);
-  std::vector<long double> centred(n);
+  std::vector<long double> values(n);
   if (p.residual_add) out.h.resize(rows * n);
   unsigned char rounded[8];
   for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t i = 0; i < n; ++i) centred[i] = load_as_long_double(p.dtype, b.x, r * n + i);
+    for (std::size_t i = 0; i < n; ++i) values[i] = load_as_long_double(p.dtype, b.x, r * n + i);
     if (p.residual_add)  // h = x + residual, rounded to the dtype as the kernel stores it
       for (std::size_t i = 0; i < n; ++i) {
-        store_rounded(p.dtype, rounded, 0, centred[i] + load_as_long_double(p.dtype, b.residual, r * n + i));
-        centred[i] = out.h[r * n + i] = load_as_long_double(p.dtype, rounded, 0);
+        store_rounded(p.dtype, rounded, 0, values[i] + load_as_long_double(p.dtype, b.residual, r * n + i));
+        values[i] = out.h[r * n + i] = load_as_long_double(p.dtype, rounded, 0);
       }
-    long double mean = 0;
-    if (p.norm == Norm::kLayerNorm) {
-      CompensatedSum sum;
-      for (long double v : centred) sum.add(v);
-      const long double mean_hi = sum.value() / n;
-      CompensatedSum residual;  // mean = mean_hi + mean_lo, kept unevaluated
-      for (long double v : centred) residual.add(v - mean_hi);
-      const long double mean_lo = residual.value() / n;
-      for (long double& v : centred) v = (v - mean_hi) - mean_lo;
-      mean = mean_hi + mean_lo;
-    }
-    CompensatedSum squares;
-    for (long double v : centred) squares.add(v * v);
-    const long double var = squares.value() / (p.variant.unbiased ? n - 1 : n);
-    const long double eps = static_cast<long double>(p.eps);
-    const long double rstd = p.variant.eps_outside_sqrt ? 1.0L / (std::sqrt(var) + eps) : 1.0L / std::sqrt(var + eps);
-    out.mean[r] = mean;
-    out.var[r] = var;
-    out.rstd[r] = rstd;
-    for (std::size_t i = 0; i < n; ++i) {
-      long double v = centred[i] * rstd;
-      if (b.gamma) v *= (p.variant.one_plus_gamma ? 1.0L : 0.0L) + load_as_long_double(pt, b.gamma, i);
-      if (b.beta) v += load_as_long_double(pt, b.beta, i);
-      out.y[r * n + i] = v;
+    for (std::size_t g = 0; g < groups; ++g) {  // one unit: a row, or a GroupNorm group
+      const std::span<long double> centred(values.data() + g * len, len);
+      long double mean = 0;
+      if (centres(p.norm)) {
+        CompensatedSum sum;
+        for (long double v : centred) sum.add(v);
+        const long double mean_hi = sum.value() / len;
+        CompensatedSum residual;  // mean = mean_hi + mean_lo, kept unevaluated
+        for (long double v : centred) residual.add(v - mean_hi);
+        const long double mean_lo = residual.value() / len;
+        for (long double& v : centred) v = (v - mean_hi) - mean_lo;
+        mean = mean_hi + mean_lo;
+      }
+      CompensatedSum squares;
+      for (long double v : centred) squares.add(v * v);
+      const long double var = squares.value() / (p.variant.unbiased ? len - 1 : len);
+      const long double eps = static_cast<long double>(p.eps);
+      const long double rstd = p.variant.eps_outside_sqrt ? 1.0L / (std::sqrt(var) + eps) : 1.0L / std::sqrt(var + eps);
+      const std::size_t u = r * groups + g;
+      out.mean[u] = mean;
+      out.var[u] = var;
+      out.rstd[u] = rstd;
+      for (std::size_t i = 0; i < len; ++i) {
+        const std::size_t param = g * (len / hw) + i / hw;  // the element's channel (its column unless GroupNorm)
+        long double v = centred[i] * rstd;
+        if (b.gamma) v *= (p.variant.one_plus_gamma ? 1.0L : 0.0L) + load_as_long_double(pt, b.gamma, param);
+        if (b.beta) v += load_as_long_double(pt, b.beta, param);
+        out.y[r * n + g * len + i] = v;
+      }
     }
   }
   return out;

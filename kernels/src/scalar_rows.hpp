@@ -62,29 +62,42 @@ void scalar_rows_typed(const Problem& p, const Buffers& b) {
   const Variant& var = p.variant;
   const bool storage = var.storage_compute;
   // Unbiased: the biased variance times n/(n-1), one rounding more than dividing M2 by n-1.
-  const A unbias = var.unbiased ? static_cast<A>(n) / static_cast<A>(n - 1) : A(1);
+  // Units: a row, or GroupNorm's (row, group) of `len` contiguous elements, `hw` of them per
+  // gamma/beta value (GroupNorm's spatial size; 1 otherwise), channels from group * per_group.
+  const std::int64_t groups = group_count(p), len = stat_cols(p), hw = spatial_size(p), per_group = len / hw;
+  const A unbias = var.unbiased ? static_cast<A>(len) / static_cast<A>(len - 1) : A(1);
   for (std::int64_t r = 0; r < p.rows; ++r) {
-    const T* x = static_cast<const T*>(b.x) + r * n;
-    T* y = static_cast<T*>(b.y) + r * n;
+    const T* x_row = static_cast<const T*>(b.x) + r * n;
+    T* y_row = static_cast<T*>(b.y) + r * n;
     if (p.residual_add) {  // the row of h is the input of the norm
       T* h = static_cast<T*>(b.h) + r * n;
-      add_row(x, static_cast<const T*>(b.residual) + r * n, h, n);
-      x = h;
+      add_row(x_row, static_cast<const T*>(b.residual) + r * n, h, n);
+      x_row = h;
     }
-    const RowStats<A> s = p.norm == Norm::kLayerNorm ? Stats::layernorm(x, n) : Stats::rmsnorm(x, n);
-    A mean = s.mean, rstd = rstd_from_variance(var.unbiased ? s.variance * unbias : s.variance, p);
-    if (b.mean) b.mean[r] = static_cast<float>(mean);
-    if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
-    if (storage) {
-      mean = round_to_storage<T>(mean);
-      rstd = round_to_storage<T>(rstd);
-    }
-    const auto round = [storage](A v) { return storage ? round_to_storage<T>(v) : v; };
-    for (std::int64_t i = 0; i < n; ++i) {  // reads x[i] before writing y[i]: in place is safe
-      A v = round(round(widen(x[i]) - mean) * rstd);
-      if (gamma) v = round(v * (var.one_plus_gamma ? round(A(1) + round(gamma[i])) : round(gamma[i])));
-      if (beta) v = round(v + round(beta[i]));
-      y[i] = narrow<T>(v);
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const T* x = x_row + g * len;
+      T* y = y_row + g * len;
+      const std::int64_t u = r * groups + g;
+      const RowStats<A> s = centres(p.norm) ? Stats::layernorm(x, len) : Stats::rmsnorm(x, len);
+      A mean = s.mean, rstd = rstd_from_variance(var.unbiased ? s.variance * unbias : s.variance, p);
+      if (b.mean) b.mean[u] = static_cast<float>(mean);
+      if (b.rstd) b.rstd[u] = static_cast<float>(rstd);
+      if (storage) {
+        mean = round_to_storage<T>(mean);
+        rstd = round_to_storage<T>(rstd);
+      }
+      const auto round = [storage](A v) { return storage ? round_to_storage<T>(v) : v; };
+      for (std::int64_t c = 0; c < per_group; ++c) {
+        const std::int64_t channel = g * per_group + c;
+        const A gc = gamma ? (var.one_plus_gamma ? round(A(1) + round(gamma[channel])) : round(gamma[channel])) : A(1);
+        const A bc = beta ? round(beta[channel]) : A(0);
+        for (std::int64_t i = c * hw; i < (c + 1) * hw; ++i) {  // reads x[i] before writing y[i]: in place is safe
+          A v = round(round(widen(x[i]) - mean) * rstd);
+          if (gamma) v = round(v * gc);
+          if (beta) v = round(v + bc);
+          y[i] = narrow<T>(v);
+        }
+      }
     }
   }
 }

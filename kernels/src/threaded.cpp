@@ -24,12 +24,12 @@ void merge_row(const Problem& p, const Buffers& b, std::int64_t r, const std::ve
   ChunkAccumulator<C> acc;
   for (std::size_t k = 0; k < mean.size(); ++k) {
     const C count = static_cast<C>(std::min(p.cols - static_cast<std::int64_t>(k) * kStatsChunk, kStatsChunk));
-    if (p.norm == Norm::kLayerNorm)
+    if (centres(p.norm))
       acc.add_layernorm(count, static_cast<C>(mean[k]), static_cast<C>(m2[k]));
     else
       acc.add_rmsnorm(static_cast<C>(m2[k]));
   }
-  const C rstd = row_rstd(acc.m2, p);
+  const C rstd = row_rstd(acc.m2, p.cols, p);
   if (b.mean) b.mean[r] = static_cast<float>(acc.mean);
   if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
   out_mean = acc.mean;
@@ -60,11 +60,31 @@ void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool st
                           stream);
   }
 }
+
+// GroupNorm with groups or spatial positions: (row, group) units split over threads, each whole.
+void group_units(const Problem& p, const Buffers& b, const RunConfig& cfg, bool stream) {
+  const std::int64_t n = units(p);
+  const std::int64_t by_size = std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread);
+  const int threads = static_cast<int>(std::min({static_cast<std::int64_t>(cfg.threads), n, by_size}));
+  if (threads <= 1) {
+    highway_group_units(p, b, 0, n, stream);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    highway_group_units(p, b, n * t / nt, n * (t + 1) / nt, stream);
+  }
+}
 }  // namespace
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
   const std::int64_t chunks = chunk_count(p.cols);
   const bool stream = streaming_stores(p, cfg);
+  if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) {
+    group_units(p, b, cfg, stream);
+    return;
+  }
   if (cfg.threads > 1 && p.rows < cfg.threads && chunks >= 2) {
     split_long_rows(p, b, static_cast<int>(std::min<std::int64_t>(cfg.threads, chunks)), stream);
     return;

@@ -16,10 +16,12 @@ bool VariantPreset::applies(Norm n, DType t) const {
 std::span<const VariantPreset> variant_presets() {
   static const std::vector<VariantPreset> presets = [] {
     const std::vector<Norm> both = {Norm::kLayerNorm, Norm::kRMSNorm};
+    const std::vector<Norm> all = {Norm::kLayerNorm, Norm::kRMSNorm, Norm::kGroupNorm};
     const std::vector<Norm> ln = {Norm::kLayerNorm}, rms = {Norm::kRMSNorm};
     return std::vector<VariantPreset>{
         {"standard", "LayerNorm (x-mean)/sqrt(var+eps)*g+b, biased var; RMSNorm x/sqrt(mean(x^2)+eps)*g",
-         "torch.nn.LayerNorm, torch.nn.RMSNorm, Llama's LlamaRMSNorm", both, false, {}, false, true, true},
+         "torch.nn.LayerNorm, torch.nn.RMSNorm, Llama's LlamaRMSNorm, torch.nn.GroupNorm", all, false, {}, false, true,
+         true},
         {"eps-outside", "(x-mean)/(sqrt(var)+eps)*g+b",
          "the Annotated Transformer's LayerNorm (a_2*(x-mean)/(std+eps)+b_2), many hand-written LayerNorms", ln,
          false, {.eps_outside_sqrt = true}, false, true, true},
@@ -29,7 +31,8 @@ std::span<const VariantPreset> variant_presets() {
         {"rms-shift", "x/sqrt(mean(x^2)+eps)*g+b", "RMSNorm with its optional shift (Zhang & Sennrich 2019)", rms,
          false, {}, false, true, true},
         {"param-free", "LayerNorm (x-mean)/sqrt(var+eps); RMSNorm x/sqrt(mean(x^2)+eps)",
-         "OLMo's non-parametric LayerNorm, QK-norm without weights", both, false, {}, false, false, false},
+         "OLMo's non-parametric LayerNorm, QK-norm without weights, GroupNorm(affine=False)", all, false, {}, false,
+         false, false},
         {"gemma", "x/sqrt(mean(x^2)+eps)*(1+g)", "Gemma 1/2/3 (GemmaRMSNorm stores w, applies 1+w)", rms, false,
          {.one_plus_gamma = true}, false, true, false},
         {"storage", "the standard formula with every step rounded to bf16/f16 (no upcast)",

@@ -1,6 +1,7 @@
 #include "normbench/cli.hpp"
 
 #include <charconv>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -8,15 +9,41 @@
 
 namespace normbench::cli {
 
-std::string shape_name(const Shape& s) { return fmt::format("{}x{}", s.rows, s.cols); }
+std::string shape_name(const Shape& s) {
+  return s.channels ? fmt::format("{}x{}x{}", s.rows, s.channels, s.cols / s.channels) : fmt::format("{}x{}", s.rows, s.cols);
+}
+
+std::int64_t default_groups(const Shape& s) { return std::gcd<std::int64_t>(s.channels ? s.channels : s.cols, 32); }
+
+Problem make_problem(Norm n, DType t, const Shape& s, double eps) {
+  Problem p{n, t, s.rows, s.cols, eps};
+  if (n == Norm::kGroupNorm) {
+    p.channels = s.channels;
+    p.groups = default_groups(s);
+  }
+  return p;
+}
 
 Shape parse_shape(std::string_view text) {
   const auto bad = [&](std::string_view why) {
-    return Error(fmt::format("malformed shape '{}': {} (expected ROWSxCOLS, e.g. 128x4096)", text, why));
+    return Error(fmt::format("malformed shape '{}': {} (expected ROWSxCOLS or NxCxS, e.g. 128x4096 or 8x64x3136)",
+                             text, why));
   };
   const auto x = text.find('x');
   if (x == std::string_view::npos) throw bad("no 'x'");
   Shape s{};
+  const auto x2 = text.find('x', x + 1);
+  if (x2 != std::string_view::npos) {  // NxCxS
+    const Shape head = parse_shape(text.substr(0, x2));        // N x C
+    const std::int64_t spatial = parse_shape(text.substr(x + 1)).cols;  // C x S
+    s.rows = head.rows;
+    s.channels = head.cols;
+    if (__builtin_mul_overflow(s.channels, spatial, &s.cols)) throw bad("C*S overflows");
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(s.rows, s.cols, &bytes) || __builtin_mul_overflow(bytes, std::int64_t{16}, &bytes))
+      throw bad("rows*cols overflows");
+    return s;
+  }
   const auto parse = [&](std::string_view part, std::int64_t& out, const char* what) {
     if (part.empty()) throw bad(fmt::format("{} is missing", what));
     const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), out);

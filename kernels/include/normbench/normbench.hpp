@@ -16,12 +16,14 @@
 
 namespace normbench {
 
-enum class Norm : std::uint8_t { kLayerNorm, kRMSNorm };
-inline constexpr Norm kAllNorms[] = {Norm::kLayerNorm, Norm::kRMSNorm};
-std::string_view norm_name(Norm n);  // "layernorm", "rmsnorm"
+enum class Norm : std::uint8_t { kLayerNorm, kRMSNorm, kGroupNorm };
+inline constexpr Norm kAllNorms[] = {Norm::kLayerNorm, Norm::kRMSNorm, Norm::kGroupNorm};
+std::string_view norm_name(Norm n);  // "layernorm", "rmsnorm", "groupnorm"
+// Whether the norm subtracts a mean (LayerNorm, GroupNorm) or not (RMSNorm).
+inline bool centres(Norm n) { return n != Norm::kRMSNorm; }
 Norm parse_norm(std::string_view name);  // throws Error
 
-// Default eps per norm (torch.nn.LayerNorm 1e-5; RMSNorm as in Llama, 1e-6).
+// Default eps per norm (torch.nn.LayerNorm and GroupNorm 1e-5; RMSNorm as in Llama, 1e-6).
 double default_eps(Norm n);
 
 // Options of LayerNorm / RMSNorm beyond torch's standard form (all false: the standard form).
@@ -42,6 +44,12 @@ struct Variant {
 // normalized_shape of several trailing axes, e.g. (T, D), is cols = T*D with gamma/beta of T*D.
 // residual_add: h = x + residual (rounded to the dtype) is written to Buffers::h and y = norm(h),
 // in one pass (pre-norm Transformer blocks).
+// GroupNorm (torch.nn.GroupNorm): x is (N = rows, C = channels, cols/C spatial positions),
+// row-major (NCHW with HW flattened); statistics per sample and group of C/groups consecutive
+// channels, over (C/groups)*HW contiguous elements; gamma/beta per channel (C elements).
+// groups = C is InstanceNorm; groups = 1 is LayerNorm over (C, H, W) with per-channel affine.
+// channels = 0 means channels = cols (one spatial position: the (N, C) input). Other norms
+// require groups = 1 and channels = 0.
 struct Problem {
   Norm norm = Norm::kLayerNorm;
   DType dtype = DType::kF32;
@@ -50,11 +58,27 @@ struct Problem {
   double eps = 1e-5;
   Variant variant{};
   bool residual_add = false;
+  std::int64_t groups = 1;
+  std::int64_t channels = 0;
 };
 
+// The independent normalizations of a problem: rows * groups "units", each over stat_cols(p)
+// contiguous elements (unit u covers elements [u * stat_cols, (u + 1) * stat_cols)); per-unit
+// outputs (Buffers::mean/rstd) have units(p) entries; gamma/beta have param_count(p).
+inline std::int64_t group_count(const Problem& p) { return p.norm == Norm::kGroupNorm ? p.groups : 1; }
+inline std::int64_t units(const Problem& p) { return p.rows * group_count(p); }
+inline std::int64_t stat_cols(const Problem& p) { return p.cols / group_count(p); }
+inline std::int64_t channel_count(const Problem& p) {
+  return p.norm == Norm::kGroupNorm && p.channels > 0 ? p.channels : p.cols;
+}
+inline std::int64_t param_count(const Problem& p) { return p.norm == Norm::kGroupNorm ? channel_count(p) : p.cols; }
+// Elements sharing one gamma/beta value: GroupNorm's spatial size, 1 otherwise.
+inline std::int64_t spatial_size(const Problem& p) { return p.cols / channel_count(p); }
+
 // Data of one call. x/y have the problem's dtype; gamma/beta have the parameter dtype
-// (f64 when dtype is f64, f32 otherwise) and `cols` elements, and are optional.
-// mean/rstd, when given, receive `rows` per-row statistics in f32 (for a backward pass);
+// (f64 when dtype is f64, f32 otherwise) and param_count(p) elements (`cols`, or GroupNorm's
+// channels), and are optional.
+// mean/rstd, when given, receive units(p) statistics in f32 (one per row, or per row and group);
 // RMSNorm writes mean = 0. y == x (in place) is allowed; other overlaps are not.
 // With Problem::residual_add: residual (dtype of x) is added to x and the sum written to h
 // (rows*cols, dtype of x); h may be x or residual itself (vLLM's in-place fused_add_rms_norm),

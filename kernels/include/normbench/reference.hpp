@@ -14,9 +14,9 @@ namespace normbench {
 
 struct ReferenceResult {
   std::vector<long double> y;     // rows*cols, unrounded
-  std::vector<long double> mean;  // rows (0 for RMSNorm)
-  std::vector<long double> var;   // rows: variance (biased unless unbiased) or mean square (RMSNorm)
-  std::vector<long double> rstd;  // rows: 1/sqrt(var + eps), or 1/(sqrt(var) + eps) for eps-outside
+  std::vector<long double> mean;  // units(p): per row, or per row and group (0 for RMSNorm)
+  std::vector<long double> var;   // units(p): variance (biased unless unbiased) or mean square (RMSNorm)
+  std::vector<long double> rstd;  // units(p): 1/sqrt(var + eps), or 1/(sqrt(var) + eps) for eps-outside
   std::vector<long double> h;     // residual_add: x + residual rounded to the dtype (else empty)
 };
 

@@ -6,18 +6,31 @@
 #include <string_view>
 #include <vector>
 
+#include "normbench/normbench.hpp"
+
 namespace normbench::cli {
 
+// rows x cols, or from "NxCxS" rows = N, channels = C, cols = C*S: GroupNorm's (N, C, HW)
+// input, and for LayerNorm/RMSNorm a normalized_shape of two axes (C, S) (channels then unused).
 struct Shape {
   std::int64_t rows;
   std::int64_t cols;
+  std::int64_t channels = 0;  // 0: a two-part shape
   bool operator==(const Shape&) const = default;
 };
 
-std::string shape_name(const Shape& s);  // "128x4096"
+std::string shape_name(const Shape& s);  // "128x4096", or "8x64x3136"
 
-// Parses "RxC" with R, C >= 1 and R*C*16 addressable; throws normbench::Error with the reason.
+// Parses "RxC" or "NxCxS" with every part >= 1 and rows*cols*16 addressable; throws
+// normbench::Error with the reason.
 Shape parse_shape(std::string_view text);
+
+// GroupNorm's groups for a shape: gcd(channels, 32) (32 is the common choice, as in
+// torch.nn.GroupNorm(32, C) of ResNets and diffusion UNets; fewer where 32 does not divide C).
+std::int64_t default_groups(const Shape& s);
+// The problem of a norm on a shape: GroupNorm gets channels (a two-part shape: C = cols, one
+// spatial position) and default_groups.
+Problem make_problem(Norm n, DType t, const Shape& s, double eps);
 
 // Splits every item at commas ("a,b" "c" -> a b c), dropping empty parts.
 std::vector<std::string> split_list(const std::vector<std::string>& items);
