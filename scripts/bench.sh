@@ -34,18 +34,26 @@ start=$(date +%s)
 # (oneDNN included when built). Medians over 5 repetitions of at least 0.05 s each.
 echo "== benchmark: $shapes shapes, f32 and bf16, threads 1 and $(nproc) =="
 build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads "1,$(nproc)" --variant standard \
-  --benchmark_min_time=0.05 --hygiene-check --report "$bench_csv" "${extra[@]}"
+  --norm layernorm,rmsnorm --benchmark_min_time=0.05 --hygiene-check --report "$bench_csv" "${extra[@]}"
 echo "benchmark took $(( $(date +%s) - start )) s"
 
+# GroupNorm on CNN / diffusion-UNet inputs, every implementation (about a minute).
+cnn_csv="$out/bench-groupnorm-$host-$stamp.csv"
+cnn_shapes=cnn
+[ "$shapes" = quick ] && cnn_shapes=quick
+echo "== benchmark: groupnorm, $cnn_shapes shapes, threads 1 and $(nproc) =="
+build/release/bench/normbench --shapes="$cnn_shapes" --norm groupnorm --dtype f32,bf16 --threads "1,$(nproc)" \
+  --variant standard --benchmark_min_time=0.05 --report "$cnn_csv" "${extra[@]}"
+
 # The fused residual add + norm against the same add and norm as two calls (highway, 1 thread),
-# and the other variants' cost, on the same shapes (about a minute).
-variants_csv="$out/bench-variants-$host-$stamp.csv"
-echo "== benchmark: variants, $shapes shapes, highway, 1 thread =="
-build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads 1 --impl highway \
-  --variant residual-add,residual-add-separate,eps-outside,gemma,storage \
+# on the same shapes (about a minute).
+variants_csv="$out/bench-residual-$host-$stamp.csv"
+echo "== benchmark: residual add + norm, $shapes shapes, highway, 1 thread =="
+build/release/bench/normbench --shapes="$shapes" --norm layernorm,rmsnorm --dtype f32,bf16 --threads 1 \
+  --impl highway --variant residual-add,residual-add-separate \
   --benchmark_min_time=0.05 --report "$variants_csv" "${extra[@]}"
 
-reports=("$bench_csv" "$variants_csv")
+reports=("$bench_csv" "$cnn_csv" "$variants_csv")
 if [ -x build/release/accuracy/normbench-accuracy ]; then
   acc_csv="$out/accuracy-$host-$stamp.csv"
   echo "== accuracy: default sweep =="
