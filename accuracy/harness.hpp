@@ -19,11 +19,18 @@ struct PreparedCase {
   std::vector<unsigned char> x, gamma, beta;  // x in the problem's dtype; gamma/beta in its parameter dtype
   std::vector<unsigned char> residual;        // residual_add: N(0, 1) in the problem's dtype
   bool has_gamma = true, has_beta = true;
+  // BatchNorm: running mean and variance (parameter dtype) before the call; torch's initial 0 and
+  // 1 in training (the update is exercised), the batch's own statistics in inference.
+  std::vector<unsigned char> running_mean, running_var;
   ReferenceResult reference;           // of the variant itself
   ReferenceResult standard_reference;  // of the standard form of the same inputs (empty when identical)
   Buffers inputs() const {
     Buffers b{x.data(), nullptr, has_gamma ? gamma.data() : nullptr, has_beta ? beta.data() : nullptr};
     if (problem.residual_add) b.residual = residual.data();
+    if (!running_mean.empty()) {  // read-only here (the reference); run_case hands kernels copies
+      b.running_mean = const_cast<unsigned char*>(running_mean.data());
+      b.running_var = const_cast<unsigned char*>(running_var.data());
+    }
     return b;
   }
 };
@@ -38,7 +45,8 @@ void fill_params(DType param_dtype, std::int64_t cols, std::uint64_t seed, void*
 // Generated inputs of a distribution case, rounded to the problem's dtype, and their reference.
 PreparedCase prepare(const Problem& p, const DistCase& dist, std::uint64_t seed,
                      const VariantPreset& variant = variant_presets()[0]);
-// The same for data the caller provides (rows*cols elements already in the problem's dtype).
+// The same for data the caller provides (rows*cols elements already in the problem's dtype, in
+// the problem's layout).
 PreparedCase prepare(const Problem& p, std::vector<unsigned char> x, std::uint64_t seed,
                      const VariantPreset& variant = variant_presets()[0]);
 

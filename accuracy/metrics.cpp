@@ -16,7 +16,8 @@ CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers&
   long double ulp_sum = 0, err2 = 0, ref2 = 0;
   std::int64_t counted = 0, correct = 0;
   const bool layernorm = centres(p.norm);
-  // Units (rows, or GroupNorm's row-and-group blocks) are contiguous runs of `len` elements.
+  // Units: rows, GroupNorm's row-and-group blocks (contiguous runs of `len` elements), or
+  // BatchNorm's channels (strided; unit_element says where).
   const std::int64_t n_units = units(p), len = stat_cols(p);
   m.mean_rel_err_max = layernorm ? 0 : std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t r = 0; r < n_units; ++r) {
@@ -24,7 +25,7 @@ CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers&
     bool row_finite = true;   // reference and output both finite everywhere
     bool ref_finite = true;   // reference finite everywhere
     for (std::int64_t i = 0; i < len; ++i) {
-      const std::size_t k = static_cast<std::size_t>(r * len + i);
+      const auto k = static_cast<std::size_t>(unit_element(p, r, i));
       const long double got = load_as_long_double(t, y, k), want = ref.y[k];
       ref_finite = ref_finite && std::isfinite(want);
       if (std::isfinite(got) != std::isfinite(want) || std::isnan(got) != std::isnan(want)) {

@@ -119,7 +119,7 @@ void run_norm_case(benchmark::State& state, const Case& c) {
   // The buffers of copy k: separate adds write h, then normalize h into y.
   const auto buffers = [&](std::int64_t k) {
     Buffers b{separate ? ws.h_copy(k) : ws.x_copy(k), ws.y_copy(k), preset.gamma ? ws.gamma.data() : nullptr,
-              variant_has_beta(preset, c.norm) ? ws.beta.data() : nullptr};
+              preset.has_beta(c.norm) ? ws.beta.data() : nullptr};
     if (p.residual_add) {
       b.residual = ws.r_copy(k);
       b.h = ws.h_copy(k);
@@ -347,7 +347,7 @@ int run(int argc, char** argv) {
             if (variant != "standard" && !impl->supports_variants) continue;
             if (separate && th > 1) continue;  // add_rounded is one thread
             if (preset.variant.unbiased && s.cols < 2) continue;
-            const std::int64_t params = ((preset.gamma ? 1 : 0) + (variant_has_beta(preset, n) ? 1 : 0)) *
+            const std::int64_t params = ((preset.gamma ? 1 : 0) + (preset.has_beta(n) ? 1 : 0)) *
                                         param_count(cli::make_problem(n, t, s, default_eps(n))) *
                                         static_cast<std::int64_t>(dtype_size(param_dtype(t)));
             // residual add: read x and r, write h and y, whether fused or not.

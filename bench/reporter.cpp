@@ -33,9 +33,7 @@ bool Case::is_separate_add() const { return variant == kSeparateAdd; }
 Problem Case::problem() const {
   Problem p = cli::make_problem(norm, dtype, shape, default_eps(norm));
   if (!is_ceiling() && !is_separate_add()) {
-    const VariantPreset& v = find_variant(variant);
-    p.variant = v.variant;
-    p.residual_add = v.residual_add;
+    p = find_variant(variant).apply_to(p);
   }
   return p;
 }

@@ -49,43 +49,45 @@ void PrintTo(const KernelCase& c, std::ostream* os) {
 
 class KernelMatrix : public ::testing::TestWithParam<KernelCase> {};
 
-// Checks y (dtype of p) and the per-row statistics against the reference with element_bound.
-// Returns the number of violations (reports the first few).
+// Checks y (dtype of p) and the per-unit statistics (rows, GroupNorm groups, BatchNorm channels)
+// against the reference with element_bound. Returns the number of violations (reports the first few).
 int check_against_reference(const Implementation& impl, const Inputs& in, const void* y, const float* mean,
                             const float* rstd, const ReferenceResult& ref) {
   const Problem& p = in.problem;
   const DType pt = param_dtype(p.dtype);
   const long double u = accumulator_unit_roundoff(impl, p.dtype);
+  const std::int64_t len = stat_cols(p);
   int failures = 0;
-  for (std::int64_t r = 0; r < p.rows; ++r) {
+  for (std::int64_t r = 0; r < units(p); ++r) {
     long double mean_abs = 0;
-    for (std::int64_t i = 0; i < p.cols; ++i)
-      mean_abs += std::fabs(load_as_long_double(p.dtype, in.x.data(), r * p.cols + i));
-    mean_abs /= p.cols;
-    RowBound rb{u, static_cast<long double>(p.cols), 0, p.cols * u};
+    for (std::int64_t i = 0; i < len; ++i)
+      mean_abs += std::fabs(load_as_long_double(p.dtype, in.x.data(), unit_element(p, r, i)));
+    mean_abs /= len;
+    RowBound rb{u, static_cast<long double>(len), 0, len * u};
     if (centres(p.norm) && ref.var[r] > 0) {
       const long double kappa = std::sqrt(1 + ref.mean[r] * ref.mean[r] / ref.var[r]);
       rb.a = mean_abs / std::sqrt(ref.var[r]);
-      rb.v = variance_error_bound(impl.variance_algorithm, p.cols, kappa, u);
+      rb.v = variance_error_bound(impl.variance_algorithm, len, kappa, u);
     }
-    for (std::int64_t i = 0; i < p.cols; ++i) {
-      const std::size_t k = r * p.cols + i;
-      const long double g = in.has_gamma ? load_as_long_double(pt, in.gamma.data(), i) : 1.0L;
-      const long double b = in.has_beta ? load_as_long_double(pt, in.beta.data(), i) : 0.0L;
+    for (std::int64_t i = 0; i < len; ++i) {
+      const auto k = static_cast<std::size_t>(unit_element(p, r, i));
+      const auto param = static_cast<std::size_t>(unit_param(p, r, i));
+      const long double g = in.has_gamma ? load_as_long_double(pt, in.gamma.data(), param) : 1.0L;
+      const long double b = in.has_beta ? load_as_long_double(pt, in.beta.data(), param) : 0.0L;
       const long double bound = element_bound(p.dtype, rb, ref.y[k], ref.y[k] - b, g, b);
       const long double got = load_as_long_double(p.dtype, y, k);
       if (!(std::fabs(got - ref.y[k]) <= bound) && failures++ < 5)
-        ADD_FAILURE() << fmt::format("row {} col {}: got {:.10g}, reference {:.10g}, |err| {:.3g} > bound {:.3g}",
+        ADD_FAILURE() << fmt::format("unit {} element {}: got {:.10g}, reference {:.10g}, |err| {:.3g} > bound {:.3g}",
                                      r, i, static_cast<double>(got), static_cast<double>(ref.y[k]),
                                      static_cast<double>(std::fabs(got - ref.y[k])), static_cast<double>(bound));
     }
-    // Per-row statistics, delivered in f32: the same first-order bounds, plus f32 rounding.
-    const long double mean_bound = 2 * (p.cols + 1) * u * mean_abs + ulp_of(DType::kF32, ref.mean[r]);
+    // Per-unit statistics, delivered in f32: the same first-order bounds, plus f32 rounding.
+    const long double mean_bound = 2 * (len + 1) * u * mean_abs + ulp_of(DType::kF32, ref.mean[r]);
     const long double rstd_bound = 2 * (rb.v / 2 + 6 * u) * ref.rstd[r] + ulp_of(DType::kF32, ref.rstd[r]);
     if (!(std::fabs(mean[r] - ref.mean[r]) <= mean_bound) && failures++ < 5)
-      ADD_FAILURE() << fmt::format("row {}: mean {} vs reference {}", r, mean[r], static_cast<double>(ref.mean[r]));
+      ADD_FAILURE() << fmt::format("unit {}: mean {} vs reference {}", r, mean[r], static_cast<double>(ref.mean[r]));
     if (!(std::fabs(rstd[r] - ref.rstd[r]) <= rstd_bound) && failures++ < 5)
-      ADD_FAILURE() << fmt::format("row {}: rstd {} vs reference {}", r, rstd[r], static_cast<double>(ref.rstd[r]));
+      ADD_FAILURE() << fmt::format("unit {}: rstd {} vs reference {}", r, rstd[r], static_cast<double>(ref.rstd[r]));
   }
   return failures;
 }
@@ -94,7 +96,9 @@ TEST_P(KernelMatrix, MatchesReferenceOnShapeGridUnalignedAndInPlace) {
   const KernelCase& c = GetParam();
   ForcedTarget forced(c.target);
   std::uint64_t seed = 1;
-  for (std::int64_t rows : kRows) {
+  for (std::int64_t grid_rows : kRows) {
+    // BatchNorm reads the grid as (N, C): training needs N >= 2 values per channel.
+    const std::int64_t rows = c.norm == Norm::kBatchNorm ? std::max<std::int64_t>(grid_rows, 2) : grid_rows;
     for (std::int64_t cols : kCols) {
       const Problem p{c.norm, c.dtype, rows, cols, default_eps(c.norm)};
       // Cycle through the optional-parameter combinations across shapes.
@@ -105,7 +109,7 @@ TEST_P(KernelMatrix, MatchesReferenceOnShapeGridUnalignedAndInPlace) {
       const ReferenceResult ref = reference_forward(p, in.buffers(nullptr));
 
       Buffer y(static_cast<std::size_t>(rows * cols), dtype_size(c.dtype));
-      std::vector<float> mean(rows + 1), rstd(rows + 1);  // +1: not 64-byte aligned
+      std::vector<float> mean(units(p) + 1), rstd(units(p) + 1);  // +1: not 64-byte aligned
       const RunConfig cfg{c.impl->uses_threads ? 3 : 1};  // an uneven split for threaded kernels
       forward(*c.impl, p, in.buffers(y.data(), mean.data() + 1, rstd.data() + 1), cfg);
       if (check_against_reference(*c.impl, in, y.data(), mean.data() + 1, rstd.data() + 1, ref) > 0) return;

@@ -78,7 +78,7 @@ inline void fill_inputs(Inputs& in, std::uint64_t seed, double offset = 0.5) {
 // several accumulators do better):
 //   mean:  |d mean| <= (n-1) u mean|x|                              (recursive summation)
 //   var:   |d var|/var <= v, the algorithm's bound (variance_error_bound: two-pass n u +
-//          n^2 kappa^2 u^2, Welford n kappa u, textbook n kappa^2 u; RMSNorm's mean of squares
+//          n^2 kappa^2 u^2, Welford n kappa u, textbook 3 n kappa^2 u; RMSNorm's mean of squares
 //          of positive terms: n u), plus 2u for the division; so |d rstd|/rstd <= v/2 + 3u
 //   apply: three roundings of (x-mean)*rstd*gamma + beta: 3u |z gamma| + u |beta|
 // With z_i = (x_i - mean) * rstd and a = mean|x| / sigma (0 for RMSNorm, whose mean is 0):

@@ -25,8 +25,8 @@ std::vector<VariantCase> variant_cases() {
     for (const VariantPreset& v : variant_presets()) {
       if (v.name == "standard") continue;  // test_kernels.cpp
       for (Norm n : impl.norms)
-        for (DType t : impl.dtypes)
-          if (v.applies(n, t)) cases.push_back({&impl, &v, n, t});
+        for (DType t : impl.dtypes)  // BatchNorm's presets: test_batchnorm.cpp
+          if (v.applies(n, t) && n != Norm::kBatchNorm) cases.push_back({&impl, &v, n, t});
     }
   }
   return cases;
@@ -42,10 +42,7 @@ void PrintTo(const VariantCase& c, std::ostream* os) {
 }
 
 Problem problem_of(const VariantPreset& v, Norm n, DType t, std::int64_t rows, std::int64_t cols) {
-  Problem p{n, t, rows, cols, default_eps(n)};
-  p.variant = v.variant;
-  p.residual_add = v.residual_add;
-  return p;
+  return v.apply_to(Problem{n, t, rows, cols, default_eps(n)});
 }
 
 // Inputs of a preset: its parameters, and for residual_add a residual of the same distribution.
@@ -53,7 +50,7 @@ struct VariantInputs {
   Inputs in;
   Buffer residual;
   VariantInputs(const Problem& p, const VariantPreset& v, std::uint64_t seed)
-      : in(p, v.gamma, variant_has_beta(v, p.norm)),
+      : in(p, v.gamma, v.has_beta(p.norm)),
         residual(static_cast<std::size_t>(p.rows * p.cols), dtype_size(p.dtype)) {
     fill_inputs(in, seed);
     std::mt19937_64 rng(seed + 99);

@@ -16,6 +16,7 @@ std::string_view norm_name(Norm n) {
     case Norm::kLayerNorm: return "layernorm";
     case Norm::kRMSNorm: return "rmsnorm";
     case Norm::kGroupNorm: return "groupnorm";
+    case Norm::kBatchNorm: return "batchnorm";
   }
   return "invalid";
 }
@@ -23,7 +24,7 @@ std::string_view norm_name(Norm n) {
 Norm parse_norm(std::string_view name) {
   for (Norm n : kAllNorms)
     if (norm_name(n) == name) return n;
-  throw Error(fmt::format("unknown norm '{}' (expected layernorm, rmsnorm or groupnorm)", name));
+  throw Error(fmt::format("unknown norm '{}' (expected layernorm, rmsnorm, groupnorm or batchnorm)", name));
 }
 
 double default_eps(Norm n) { return n == Norm::kRMSNorm ? 1e-6 : 1e-5; }
@@ -42,7 +43,8 @@ double variance_error_bound(VarianceAlgorithm a, double n, double kappa, double 
   switch (a) {
     case VarianceAlgorithm::kTwoPass: return N * u + N * N * kappa * kappa * u * u;
     case VarianceAlgorithm::kWelford: return N * kappa * u;
-    case VarianceAlgorithm::kTextbook: return N * kappa * kappa * u;
+    // E[x^2] - E[x]^2 loses N u of mean^2 + var in sum x^2 and 2N u of mean^2 in the squared mean.
+    case VarianceAlgorithm::kTextbook: return 3 * N * kappa * kappa * u;
   }
   throw Error(fmt::format("invalid variance algorithm {}", static_cast<int>(a)));
 }
@@ -164,9 +166,26 @@ bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfi
       throw Error(fmt::format("groupnorm: {} groups do not divide {} channels", p.groups, c));
     if (p.variant != Variant{} || p.residual_add)
       throw Error("groupnorm: only the standard form (with or without gamma/beta) is defined");
+  } else if (p.norm == Norm::kBatchNorm) {
+    if (p.groups != 1) throw Error(fmt::format("batchnorm: groups must be 1 (got {})", p.groups));
+    if (p.channels < 0) throw Error(fmt::format("batchnorm: channels must be >= 0 (got {})", p.channels));
+    const std::int64_t c = channel_count(p);
+    if (p.cols % c != 0)
+      throw Error(fmt::format("batchnorm: {} elements per sample are not {} channels times a length "
+                              "(the layout does not match the shape)", p.cols, c));
+    if (p.variant != Variant{} || p.residual_add)
+      throw Error("batchnorm: only the standard form (with or without gamma/beta) is defined");
+    const double m = p.batchnorm.momentum;
+    if (!(m >= 0 && m <= 1)) throw Error(fmt::format("batchnorm: momentum must be in [0, 1] (got {})", m));
+    if (p.batchnorm.training && p.rows > 0 && p.rows * spatial_size(p) < 2)
+      throw Error(fmt::format("batchnorm: expected more than 1 value per channel when training (N*L = {}), "
+                              "as PyTorch says", p.rows * spatial_size(p)));
   } else if (p.groups != 1 || p.channels != 0) {
-    throw Error(fmt::format("groups and channels apply to groupnorm only, not {}", norm_name(p.norm)));
+    throw Error(fmt::format("groups and channels apply to groupnorm and batchnorm only, not {}", norm_name(p.norm)));
   }
+  if (p.norm != Norm::kBatchNorm && !(p.batchnorm == BatchNormOptions{}))
+    throw Error(fmt::format("batchnorm options (training, momentum, channels_last layout) do not apply to {}",
+                            norm_name(p.norm)));
   const Variant& v = p.variant;
   if ((v.eps_outside_sqrt || v.unbiased) && p.norm != Norm::kLayerNorm)
     throw Error(fmt::format("the {} variant applies to LayerNorm only, not {}",
@@ -188,6 +207,29 @@ bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfi
   const std::size_t param_size = dtype_size(param_dtype(p.dtype));
   if (b.gamma) check_aligned(b.gamma, param_size, "gamma");
   if (b.beta) check_aligned(b.beta, param_size, "beta");
+  const auto check_count = [&](const void* ptr, std::int64_t count, const char* what) {
+    if (ptr && count >= 0 && count != param_count(p))
+      throw Error(fmt::format("{} has {} elements, expected {} ({})", what, count, param_count(p),
+                              per_channel_params(p) ? "one per channel" : "one per column"));
+  };
+  check_count(b.gamma, b.gamma_elements, "gamma");
+  check_count(b.beta, b.beta_elements, "beta");
+  if (p.norm == Norm::kBatchNorm) {
+    if ((b.running_mean == nullptr) != (b.running_var == nullptr))
+      throw Error("batchnorm: running_mean and running_var must be given together");
+    if (!p.batchnorm.training && b.running_mean == nullptr)
+      throw Error("batchnorm: inference (training = false) needs running_mean and running_var");
+    if (b.running_mean) {
+      check_aligned(b.running_mean, param_size, "running_mean");
+      check_aligned(b.running_var, param_size, "running_var");
+      check_count(b.running_mean, b.running_elements, "running_mean");
+      const std::size_t running_bytes = static_cast<std::size_t>(channel_count(p)) * param_size;
+      if (ranges_overlap(b.running_mean, b.running_var, running_bytes))
+        throw Error("batchnorm: running_mean and running_var overlap");
+    }
+  } else if (b.running_mean || b.running_var) {
+    throw Error(fmt::format("running statistics apply to batchnorm only, not {}", norm_name(p.norm)));
+  }
   if (p.residual_add) {
     if (b.residual == nullptr) throw Error("residual_add: residual is null");
     check_aligned(b.residual, dtype_size(p.dtype), "residual");

@@ -42,6 +42,16 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg);
 // faster; 128x2048 13-17% and L3-resident 2048x1024 8% slower, so not there.
 bool interleave_short_rows(const Problem& p, std::int64_t rows);
 
+// BatchNorm with the highway kernels (f64: the highway-f64 compute type), see batchnorm.hpp:
+// channels [c_begin, c_end) of the (N, C, L) layout, each computed whole; the statistics of one
+// block of positions of the channels-innermost layout (C means and M2s, exact compute-type values);
+// and its apply step over positions [begin, end) with per-channel mean and rstd (C each).
+void highway_bn_channels(const Problem& p, const Buffers& b, std::int64_t c_begin, std::int64_t c_end, bool stream,
+                         bool f64);
+void highway_bn_block_stats(const Problem& p, const Buffers& b, std::int64_t block, double* mean, double* m2, bool f64);
+void highway_bn_apply_positions(const Problem& p, const Buffers& b, std::int64_t begin, std::int64_t end,
+                                const double* mean, const double* rstd, bool stream, bool f64);
+
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 
 // Validation shared by forward() and reference_forward(): everything but the output buffers.

@@ -11,8 +11,8 @@
 namespace normbench::detail {
 namespace {
 struct SumAndSumOfSquares {
-  template <class T>
-  static RowStats<Acc<T>> layernorm(const T* x, std::int64_t n) {
+  template <class X, class T = ElementOf<X>>
+  static RowStats<Acc<T>> layernorm(X x, std::int64_t n) {
     using A = Acc<T>;
     A sum = 0, sumsq = 0;
     for (std::int64_t i = 0; i < n; ++i) {
@@ -24,8 +24,8 @@ struct SumAndSumOfSquares {
     const A var = sumsq / static_cast<A>(n) - mean * mean;
     return {mean, var < 0 ? A(0) : var};  // clamps a negative variance; NaN (overflow) stays NaN
   }
-  template <class T>
-  static RowStats<Acc<T>> rmsnorm(const T* x, std::int64_t n) {
+  template <class X, class T = ElementOf<X>>
+  static RowStats<Acc<T>> rmsnorm(X x, std::int64_t n) {
     return mean_square_sequential(x, n);
   }
 };

@@ -6,8 +6,8 @@
 namespace normbench::detail {
 namespace {
 struct TwoPass {
-  template <class T>
-  static RowStats<Acc<T>> layernorm(const T* x, std::int64_t n) {
+  template <class X, class T = ElementOf<X>>
+  static RowStats<Acc<T>> layernorm(X x, std::int64_t n) {
     using A = Acc<T>;
     A sum = 0;
     for (std::int64_t i = 0; i < n; ++i) sum += widen(x[i]);
@@ -19,8 +19,8 @@ struct TwoPass {
     }
     return {mean, ssd / static_cast<A>(n)};
   }
-  template <class T>
-  static RowStats<Acc<T>> rmsnorm(const T* x, std::int64_t n) {
+  template <class X, class T = ElementOf<X>>
+  static RowStats<Acc<T>> rmsnorm(X x, std::int64_t n) {
     return mean_square_sequential(x, n);
   }
 };

@@ -1,5 +1,6 @@
 #include "normbench/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 
@@ -17,15 +18,71 @@ struct CompensatedSum {
   }
   long double value() const { return sum + comp; }
 };
+
+
+// BatchNorm: per channel, the same compensated two-pass over the channel's N*L values (training)
+// or the running statistics (inference); the running statistics' update in long double.
+ReferenceResult batchnorm_reference(const Problem& p, const Buffers& b) {
+  ReferenceResult out;
+  const auto channels = static_cast<std::size_t>(units(p)), len = static_cast<std::size_t>(stat_cols(p));
+  const DType pt = param_dtype(p.dtype);
+  out.y.resize(static_cast<std::size_t>(p.rows * p.cols));
+  out.mean.resize(channels);
+  out.var.resize(channels);
+  out.rstd.resize(channels);
+  std::vector<long double> centred(len);
+  const long double eps = static_cast<long double>(p.eps);
+  const auto at = [&](std::size_t c, std::size_t i) {
+    return static_cast<std::size_t>(unit_element(p, static_cast<std::int64_t>(c), static_cast<std::int64_t>(i)));
+  };
+  for (std::size_t c = 0; c < channels; ++c) {
+    long double mean = 0, var = 0;
+    if (p.batchnorm.training) {
+      CompensatedSum sum;
+      for (std::size_t i = 0; i < len; ++i) sum.add(load_as_long_double(p.dtype, b.x, at(c, i)));
+      const long double mean_hi = sum.value() / len;
+      CompensatedSum residual;
+      for (std::size_t i = 0; i < len; ++i) residual.add(load_as_long_double(p.dtype, b.x, at(c, i)) - mean_hi);
+      const long double mean_lo = residual.value() / len;
+      CompensatedSum squares;
+      for (std::size_t i = 0; i < len; ++i) {
+        centred[i] = (load_as_long_double(p.dtype, b.x, at(c, i)) - mean_hi) - mean_lo;
+        squares.add(centred[i] * centred[i]);
+      }
+      mean = mean_hi + mean_lo;
+      var = squares.value() / len;
+      if (b.running_mean) {
+        const long double m = p.batchnorm.momentum;
+        out.running_mean.push_back(m * mean + (1 - m) * load_as_long_double(pt, b.running_mean, c));
+        out.running_var.push_back(m * (squares.value() / (len - 1)) + (1 - m) * load_as_long_double(pt, b.running_var, c));
+      }
+    } else {
+      mean = load_as_long_double(pt, b.running_mean, c);
+      var = load_as_long_double(pt, b.running_var, c);
+      for (std::size_t i = 0; i < len; ++i) centred[i] = load_as_long_double(p.dtype, b.x, at(c, i)) - mean;
+    }
+    const long double rstd = 1.0L / std::sqrt(std::max(var, 0.0L) + eps);
+    out.mean[c] = mean;
+    out.var[c] = var;
+    out.rstd[c] = rstd;
+    for (std::size_t i = 0; i < len; ++i) {
+      long double v = centred[i] * rstd;
+      if (b.gamma) v *= load_as_long_double(pt, b.gamma, c);
+      if (b.beta) v += load_as_long_double(pt, b.beta, c);
+      out.y[at(c, i)] = v;
+    }
+  }
+  return out;
+}
 }  // namespace
 
 ReferenceResult reference_forward(const Problem& p, const Buffers& b) {
   ReferenceResult out;
   if (!detail::check_problem_and_inputs(p, b, RunConfig{})) return out;
+  if (p.norm == Norm::kBatchNorm) return batchnorm_reference(p, b);
   const auto rows = static_cast<std::size_t>(p.rows), n = static_cast<std::size_t>(p.cols);
   out.y.resize(rows * n);
   const auto groups = static_cast<std::size_t>(group_count(p)), len = static_cast<std::size_t>(stat_cols(p));
-  const auto hw = static_cast<std::size_t>(spatial_size(p));
   out.mean.resize(rows * groups);
   out.var.resize(rows * groups);
   out.rstd.resize(rows * groups);
@@ -63,7 +120,8 @@ ReferenceResult reference_forward(const Problem& p, const Buffers& b) {
       out.var[u] = var;
       out.rstd[u] = rstd;
       for (std::size_t i = 0; i < len; ++i) {
-        const std::size_t param = g * (len / hw) + i / hw;  // the element's channel (its column unless GroupNorm)
+        const auto param = static_cast<std::size_t>(unit_param(p, static_cast<std::int64_t>(r * groups + g),
+                                                                 static_cast<std::int64_t>(i)));
         long double v = centred[i] * rstd;
         if (b.gamma) v *= (p.variant.one_plus_gamma ? 1.0L : 0.0L) + load_as_long_double(pt, b.gamma, param);
         if (b.beta) v += load_as_long_double(pt, b.beta, param);

@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <type_traits>
+#include <utility>
+
+#include "batchnorm.hpp"
 
 #include "chunked_stats.hpp"
 #include "normbench/normbench.hpp"
@@ -21,6 +24,25 @@ inline T narrow(Acc<T> v) {
   else return from_f32<T>(v);
 }
 
+// The element type of an indexable X: a row pointer `const T*`, or a ChannelView.
+template <class X>
+using ElementOf = std::remove_cvref_t<decltype(std::declval<X>()[0])>;
+
+// Channel c of a BatchNorm input as an indexable sequence of its N*L values (position i = n*L + l):
+// `run` contiguous values every `stride` elements.
+template <class T>
+struct ChannelView {
+  const T* base;
+  std::int64_t run, stride;
+  T operator[](std::int64_t i) const { return run == 1 ? base[i * stride] : base[(i / run) * stride + i % run]; }
+};
+
+template <class T>
+ChannelView<T> channel_view(const Problem& p, const T* x, std::int64_t c) {
+  if (channels_innermost(p)) return {x + c, 1, channel_count(p)};
+  return {x + c * spatial_size(p), spatial_size(p), p.cols};
+}
+
 template <class A>
 struct RowStats {
   A mean;      // 0 for RMSNorm
@@ -29,8 +51,8 @@ struct RowStats {
 
 // mean(x^2) by a sequential sum: RMSNorm's statistic in both the naive and the fused family
 // (with a single statistic, "two-pass" and "single-pass" coincide).
-template <class T>
-RowStats<Acc<T>> mean_square_sequential(const T* x, std::int64_t n) {
+template <class X, class T = ElementOf<X>>
+RowStats<Acc<T>> mean_square_sequential(X x, std::int64_t n) {
   using A = Acc<T>;
   A sumsq = 0;
   for (std::int64_t i = 0; i < n; ++i) sumsq += widen(x[i]) * widen(x[i]);
@@ -102,8 +124,48 @@ void scalar_rows_typed(const Problem& p, const Buffers& b) {
   }
 }
 
+// BatchNorm, channel by channel: the family's statistics over the channel's N*L strided values
+// (training) or the running statistics (inference), then the same apply step as the rows.
+template <class Stats, class T>
+void scalar_batchnorm_typed(const Problem& p, const Buffers& b) {
+  using A = Acc<T>;
+  const auto* gamma = static_cast<const A*>(b.gamma);
+  const auto* beta = static_cast<const A*>(b.beta);
+  const std::int64_t n = stat_cols(p);
+  const auto* x = static_cast<const T*>(b.x);
+  auto* y = static_cast<T*>(b.y);
+  for (std::int64_t c = 0; c < channel_count(p); ++c) {
+    A mean, rstd;
+    if (p.batchnorm.training) {
+      const RowStats<A> s = Stats::layernorm(channel_view(p, x, c), n);
+      mean = s.mean;
+      rstd = rstd_from_variance(s.variance, p);
+      update_running_stats(p, b, c, mean, static_cast<double>(s.variance) * static_cast<double>(n));
+    } else {
+      running_mean_rstd(p, b, c, mean, rstd);
+    }
+    if (b.mean) b.mean[c] = static_cast<float>(mean);
+    if (b.rstd) b.rstd[c] = static_cast<float>(rstd);
+    for (std::int64_t i = 0; i < n; ++i) {  // reads x before writing y: in place is safe
+      const std::int64_t k = unit_element(p, c, i);
+      A v = (widen(x[k]) - mean) * rstd;
+      if (gamma) v = v * gamma[c];
+      if (beta) v = v + beta[c];
+      y[k] = narrow<T>(v);
+    }
+  }
+}
+
 template <class Stats>
 void scalar_rows(const Problem& p, const Buffers& b) {
+  if (p.norm == Norm::kBatchNorm) {
+    switch (p.dtype) {
+      case DType::kF32: return scalar_batchnorm_typed<Stats, float>(p, b);
+      case DType::kF64: return scalar_batchnorm_typed<Stats, double>(p, b);
+      case DType::kBF16: return scalar_batchnorm_typed<Stats, bf16>(p, b);
+      case DType::kF16: return scalar_batchnorm_typed<Stats, f16>(p, b);
+    }
+  }
   switch (p.dtype) {
     case DType::kF32: return scalar_rows_typed<Stats, float>(p, b);
     case DType::kF64: return scalar_rows_typed<Stats, double>(p, b);

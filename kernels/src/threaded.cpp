@@ -9,6 +9,7 @@
 
 #include <omp.h>
 
+#include "batchnorm.hpp"
 #include "chunked_stats.hpp"
 #include "families.hpp"
 
@@ -76,11 +77,29 @@ void group_units(const Problem& p, const Buffers& b, const RunConfig& cfg, bool 
     highway_group_units(p, b, n * t / nt, n * (t + 1) / nt, stream);
   }
 }
+
+// BatchNorm: batchnorm.hpp's driver with its ranges (channels, blocks of positions, positions)
+// cut evenly over the threads; at most one thread per kMinElementsPerThread elements.
+void batchnorm(const Problem& p, const Buffers& b, const RunConfig& cfg, bool stream) {
+  const std::int64_t by_size = std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread);
+  const int threads = static_cast<int>(std::min(static_cast<std::int64_t>(cfg.threads), by_size));
+  const auto parallel_for = [threads](std::int64_t count, const auto& fn) {
+    const int nt = static_cast<int>(std::min<std::int64_t>(threads, count));
+    if (nt <= 1) return fn(std::int64_t{0}, count);
+#pragma omp parallel num_threads(nt)
+    {
+      const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      fn(count * t / n, count * (t + 1) / n);
+    }
+  };
+  highway_batchnorm(p, b, stream, false, parallel_for);
+}
 }  // namespace
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
   const std::int64_t chunks = chunk_count(p.cols);
   const bool stream = streaming_stores(p, cfg);
+  if (p.norm == Norm::kBatchNorm) return batchnorm(p, b, cfg, stream);
   if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) {
     group_units(p, b, cfg, stream);
     return;

@@ -6,8 +6,8 @@
 namespace normbench::detail {
 namespace {
 struct Welford {
-  template <class T>
-  static RowStats<Acc<T>> layernorm(const T* x, std::int64_t n) {
+  template <class X, class T = ElementOf<X>>
+  static RowStats<Acc<T>> layernorm(X x, std::int64_t n) {
     using A = Acc<T>;
     A mean = 0, m2 = 0;
     for (std::int64_t i = 0; i < n; ++i) {
@@ -19,8 +19,8 @@ struct Welford {
     return {mean, m2 / static_cast<A>(n)};
   }
   // The same running-mean update applied to x^2 (never forms a large sum).
-  template <class T>
-  static RowStats<Acc<T>> rmsnorm(const T* x, std::int64_t n) {
+  template <class X, class T = ElementOf<X>>
+  static RowStats<Acc<T>> rmsnorm(X x, std::int64_t n) {
     using A = Acc<T>;
     A ms = 0;
     for (std::int64_t i = 0; i < n; ++i) {

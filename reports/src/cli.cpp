@@ -1,5 +1,6 @@
 #include "normbench/cli.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <numeric>
 
@@ -10,25 +11,44 @@
 namespace normbench::cli {
 
 std::string shape_name(const Shape& s) {
+  if (s.channels_last) return fmt::format("{}x{}x{}:nlc", s.rows, s.cols / s.channels, s.channels);
   return s.channels ? fmt::format("{}x{}x{}", s.rows, s.channels, s.cols / s.channels) : fmt::format("{}x{}", s.rows, s.cols);
 }
+
+bool shape_applies(Norm n, const Shape& s) { return !s.channels_last || n == Norm::kBatchNorm; }
 
 std::int64_t default_groups(const Shape& s) { return std::gcd<std::int64_t>(s.channels ? s.channels : s.cols, 32); }
 
 Problem make_problem(Norm n, DType t, const Shape& s, double eps) {
+  if (!shape_applies(n, s))
+    throw Error(fmt::format("shape {}: the channels-last layout applies to batchnorm only, not {}", shape_name(s),
+                            norm_name(n)));
   Problem p{n, t, s.rows, s.cols, eps};
   if (n == Norm::kGroupNorm) {
     p.channels = s.channels;
     p.groups = default_groups(s);
+  }
+  if (n == Norm::kBatchNorm) {
+    p.channels = s.channels;
+    p.batchnorm.channels_last = s.channels_last;
   }
   return p;
 }
 
 Shape parse_shape(std::string_view text) {
   const auto bad = [&](std::string_view why) {
-    return Error(fmt::format("malformed shape '{}': {} (expected ROWSxCOLS or NxCxS, e.g. 128x4096 or 8x64x3136)",
-                             text, why));
+    return Error(fmt::format("malformed shape '{}': {} (expected ROWSxCOLS, NxCxS or NxSxC:nlc, e.g. 128x4096, "
+                             "8x64x3136 or 8x3136x64:nlc)", text, why));
   };
+  constexpr std::string_view kChannelsLast = ":nlc";
+  if (text.ends_with(kChannelsLast)) {  // NxSxC, channels innermost
+    const std::string_view body = text.substr(0, text.size() - kChannelsLast.size());
+    if (std::count(body.begin(), body.end(), 'x') != 2) throw bad("':nlc' needs the three parts N, S and C");
+    const Shape first = parse_shape(body);  // read as N x S x C: channels = S, cols = S * C
+    Shape s{first.rows, first.cols, first.cols / first.channels, true};
+    return s;
+  }
+  if (text.find(':') != std::string_view::npos) throw bad("the only layout suffix is ':nlc'");
   const auto x = text.find('x');
   if (x == std::string_view::npos) throw bad("no 'x'");
   Shape s{};

@@ -16,14 +16,14 @@
 
 namespace normbench {
 
-enum class Norm : std::uint8_t { kLayerNorm, kRMSNorm, kGroupNorm };
-inline constexpr Norm kAllNorms[] = {Norm::kLayerNorm, Norm::kRMSNorm, Norm::kGroupNorm};
-std::string_view norm_name(Norm n);  // "layernorm", "rmsnorm", "groupnorm"
-// Whether the norm subtracts a mean (LayerNorm, GroupNorm) or not (RMSNorm).
+enum class Norm : std::uint8_t { kLayerNorm, kRMSNorm, kGroupNorm, kBatchNorm };
+inline constexpr Norm kAllNorms[] = {Norm::kLayerNorm, Norm::kRMSNorm, Norm::kGroupNorm, Norm::kBatchNorm};
+std::string_view norm_name(Norm n);  // "layernorm", "rmsnorm", "groupnorm", "batchnorm"
+// Whether the norm subtracts a mean (LayerNorm, GroupNorm, BatchNorm) or not (RMSNorm).
 inline bool centres(Norm n) { return n != Norm::kRMSNorm; }
 Norm parse_norm(std::string_view name);  // throws Error
 
-// Default eps per norm (torch.nn.LayerNorm and GroupNorm 1e-5; RMSNorm as in Llama, 1e-6).
+// Default eps per norm (torch.nn.LayerNorm, GroupNorm and BatchNorm 1e-5; RMSNorm as in Llama, 1e-6).
 double default_eps(Norm n);
 
 // Options of LayerNorm / RMSNorm beyond torch's standard form (all false: the standard form).
@@ -39,6 +39,20 @@ struct Variant {
   bool operator==(const Variant&) const = default;
 };
 
+// BatchNorm's mode and layout (torch.nn.BatchNorm1d/2d semantics).
+struct BatchNormOptions {
+  // Training: statistics of the batch (biased variance), and the running statistics, when given,
+  // updated as running = (1 - momentum) * running + momentum * batch, with the unbiased batch
+  // variance for running_var. Inference: normalizes with the running statistics (required).
+  bool training = true;
+  double momentum = 0.1;  // in [0, 1]
+  // Layout of x: false (N, C, L) with L = cols / channels contiguous positions per channel
+  // (NCHW); true (N, L, C), channels contiguous (NHWC, channels_last). With L = 1, (N, C), both
+  // are the same.
+  bool channels_last = false;
+  bool operator==(const BatchNormOptions&) const = default;
+};
+
 // What to normalize. LayerNorm/RMSNorm: `rows` independent normalizations, each over the
 // `cols` contiguous trailing elements of its row (row-major, row stride = cols). A
 // normalized_shape of several trailing axes, e.g. (T, D), is cols = T*D with gamma/beta of T*D.
@@ -48,8 +62,10 @@ struct Variant {
 // row-major (NCHW with HW flattened); statistics per sample and group of C/groups consecutive
 // channels, over (C/groups)*HW contiguous elements; gamma/beta per channel (C elements).
 // groups = C is InstanceNorm; groups = 1 is LayerNorm over (C, H, W) with per-channel affine.
-// channels = 0 means channels = cols (one spatial position: the (N, C) input). Other norms
-// require groups = 1 and channels = 0.
+// BatchNorm: x is (N = rows, C = channels, L = cols/C) or, channels_last, (N, L, C); statistics
+// per channel over the N*L values of that channel; gamma/beta (and running statistics) per channel.
+// channels = 0 means channels = cols (one spatial position: the (N, C) input). LayerNorm and
+// RMSNorm require groups = 1 and channels = 0; BatchNorm requires groups = 1.
 struct Problem {
   Norm norm = Norm::kLayerNorm;
   DType dtype = DType::kF32;
@@ -60,29 +76,57 @@ struct Problem {
   bool residual_add = false;
   std::int64_t groups = 1;
   std::int64_t channels = 0;
+  BatchNormOptions batchnorm{};
 };
 
-// The independent normalizations of a problem: rows * groups "units", each over stat_cols(p)
-// contiguous elements (unit u covers elements [u * stat_cols, (u + 1) * stat_cols)); per-unit
-// outputs (Buffers::mean/rstd) have units(p) entries; gamma/beta have param_count(p).
-inline std::int64_t group_count(const Problem& p) { return p.norm == Norm::kGroupNorm ? p.groups : 1; }
-inline std::int64_t units(const Problem& p) { return p.rows * group_count(p); }
-inline std::int64_t stat_cols(const Problem& p) { return p.cols / group_count(p); }
+// The independent normalizations of a problem, "units", each over stat_cols(p) elements:
+// rows * groups of them (LayerNorm, RMSNorm, GroupNorm: unit u covers the contiguous elements
+// [u * stat_cols, (u + 1) * stat_cols)), or BatchNorm's channels (N*L strided elements each;
+// unit_element says where). Per-unit outputs (Buffers::mean/rstd) have units(p) entries;
+// gamma/beta have param_count(p).
+inline bool per_channel_params(const Problem& p) { return p.norm == Norm::kGroupNorm || p.norm == Norm::kBatchNorm; }
 inline std::int64_t channel_count(const Problem& p) {
-  return p.norm == Norm::kGroupNorm && p.channels > 0 ? p.channels : p.cols;
+  return per_channel_params(p) && p.channels > 0 ? p.channels : p.cols;
 }
-inline std::int64_t param_count(const Problem& p) { return p.norm == Norm::kGroupNorm ? channel_count(p) : p.cols; }
-// Elements sharing one gamma/beta value: GroupNorm's spatial size, 1 otherwise.
+inline std::int64_t group_count(const Problem& p) { return p.norm == Norm::kGroupNorm ? p.groups : 1; }
+// Elements sharing one gamma/beta value per sample: the spatial size L (GroupNorm, BatchNorm), 1 otherwise.
 inline std::int64_t spatial_size(const Problem& p) { return p.cols / channel_count(p); }
+inline std::int64_t units(const Problem& p) {
+  return p.norm == Norm::kBatchNorm ? channel_count(p) : p.rows * group_count(p);
+}
+inline std::int64_t stat_cols(const Problem& p) {
+  return p.norm == Norm::kBatchNorm ? p.rows * spatial_size(p) : p.cols / group_count(p);
+}
+inline std::int64_t param_count(const Problem& p) { return per_channel_params(p) ? channel_count(p) : p.cols; }
+// BatchNorm reads x as (N, L, C): channels_last, or (N, C) where both layouts coincide.
+inline bool channels_innermost(const Problem& p) {
+  return p.norm == Norm::kBatchNorm && (p.batchnorm.channels_last || spatial_size(p) == 1);
+}
+// Flat index into x/y of element i (0 <= i < stat_cols) of unit u.
+inline std::int64_t unit_element(const Problem& p, std::int64_t u, std::int64_t i) {
+  if (p.norm != Norm::kBatchNorm) return u * stat_cols(p) + i;
+  if (channels_innermost(p)) return i * channel_count(p) + u;  // position i = n * L + l
+  const std::int64_t l = spatial_size(p);
+  return (i / l) * p.cols + u * l + i % l;
+}
+// Index into gamma/beta of element i of unit u: its column (LayerNorm, RMSNorm) or its channel.
+inline std::int64_t unit_param(const Problem& p, std::int64_t u, std::int64_t i) {
+  if (p.norm == Norm::kBatchNorm) return u;
+  if (p.norm == Norm::kGroupNorm) return (u % p.groups) * (channel_count(p) / p.groups) + i / spatial_size(p);
+  return i;
+}
 
 // Data of one call. x/y have the problem's dtype; gamma/beta have the parameter dtype
 // (f64 when dtype is f64, f32 otherwise) and param_count(p) elements (`cols`, or GroupNorm's
 // channels), and are optional.
-// mean/rstd, when given, receive units(p) statistics in f32 (one per row, or per row and group);
+// mean/rstd, when given, receive units(p) statistics in f32 (one per row, per row and group, or
+// BatchNorm's per channel: the batch's in training, the running ones used in inference);
 // RMSNorm writes mean = 0. y == x (in place) is allowed; other overlaps are not.
 // With Problem::residual_add: residual (dtype of x) is added to x and the sum written to h
 // (rows*cols, dtype of x); h may be x or residual itself (vLLM's in-place fused_add_rms_norm),
 // y must not overlap h or residual.
+// BatchNorm: running_mean/running_var (parameter dtype, channels elements) are read in inference
+// and updated in training (both or neither); they are written only after every check passed.
 struct Buffers {
   const void* x = nullptr;
   void* y = nullptr;
@@ -92,6 +136,11 @@ struct Buffers {
   float* rstd = nullptr;
   const void* residual = nullptr;
   void* h = nullptr;
+  void* running_mean = nullptr;
+  void* running_var = nullptr;
+  // Element counts of gamma, beta and the running statistics when the caller knows them (-1: not
+  // given); a count other than param_count(p) is rejected before anything is written.
+  std::int64_t gamma_elements = -1, beta_elements = -1, running_elements = -1;
 };
 
 // A named variant: what the accuracy harness and the benchmark iterate over besides the norms.
@@ -103,15 +152,19 @@ struct VariantPreset {
   bool storage_dtypes_only;  // only meaningful for bf16/f16
   Variant variant;
   bool residual_add;
-  bool gamma, beta;          // which parameters it passes (standard: LayerNorm both, RMSNorm gamma)
+  bool gamma;                 // whether it passes gamma
+  bool beta;                  // whether it passes beta to LayerNorm, GroupNorm and BatchNorm
+  bool rmsnorm_beta = false;  // ... and to RMSNorm (standard RMSNorm has no shift; rms-shift does)
+  bool batchnorm_inference = false;  // BatchNorm with the running statistics (else a training step)
   bool applies(Norm n, DType t) const;
+  bool has_beta(Norm n) const { return n == Norm::kRMSNorm ? rmsnorm_beta : beta; }
+  // p with this preset's options (variant, residual add, BatchNorm mode).
+  Problem apply_to(Problem p) const;
 };
-// "standard" first; the gamma/beta of "standard" depend on the norm (see find_variant_for).
+// "standard" first.
 std::span<const VariantPreset> variant_presets();
 // Throws Error listing the known names when `name` is unknown.
 const VariantPreset& find_variant(std::string_view name);
-// The parameters a preset passes for norm n: "standard" RMSNorm has gamma only, LayerNorm both.
-bool variant_has_beta(const VariantPreset& v, Norm n);
 
 // h = x + residual elementwise, correctly rounded to t (Highway, dispatched): the "separate add"
 // that residual_add fuses; every family's h equals it bit for bit.
@@ -152,7 +205,7 @@ std::string_view variance_algorithm_name(VarianceAlgorithm a);  // "two-pass", "
 // First-order bound on the relative error of the computed sum of squared deviations
 // (Chan, Golub & LeVeque 1983), for n values with condition number kappa = sqrt(1 + n mean^2/S),
 // accumulated with unit roundoff u: two-pass N u + N^2 kappa^2 u^2, Welford N kappa u, textbook
-// N kappa^2 u. With pairwise=true, N is replaced by log2 N (blocked/pairwise summation).
+// 3 N kappa^2 u (Chan et al. give N kappa^2 u without the constant: mean^2's rounding counts twice). With pairwise=true, N is replaced by log2 N (blocked/pairwise summation).
 double variance_error_bound(VarianceAlgorithm a, double n, double kappa, double u, bool pairwise = false);
 
 using ForwardFn = void (*)(const Problem&, const Buffers&, const RunConfig&);

@@ -18,12 +18,16 @@ struct ReferenceResult {
   std::vector<long double> var;   // units(p): variance (biased unless unbiased) or mean square (RMSNorm)
   std::vector<long double> rstd;  // units(p): 1/sqrt(var + eps), or 1/(sqrt(var) + eps) for eps-outside
   std::vector<long double> h;     // residual_add: x + residual rounded to the dtype (else empty)
+  // BatchNorm training with running statistics: their updated values, unrounded (else empty).
+  std::vector<long double> running_mean, running_var;
 };
 
 // Validates like forward() (no output buffer needed; b.y, b.mean, b.rstd and b.h are ignored).
 // Follows Problem::variant (unbiased: var = M2/(n-1), reported in `var`; eps outside the sqrt;
 // 1 + gamma) except storage_compute: its reference is the exact standard form, so its error shows
 // what the upcast buys. residual_add: the norm of x + residual rounded to the dtype.
+// BatchNorm: units are channels (unit_element says where their values are); inference reads
+// the running statistics (mean, var report them); b.running_* are read, never written.
 ReferenceResult reference_forward(const Problem& p, const Buffers& b);
 
 }  // namespace normbench

@@ -16,20 +16,25 @@ struct Shape {
   std::int64_t rows;
   std::int64_t cols;
   std::int64_t channels = 0;  // 0: a two-part shape
+  bool channels_last = false;  // (N, S, C) with C innermost: BatchNorm's NHWC
   bool operator==(const Shape&) const = default;
 };
 
-std::string shape_name(const Shape& s);  // "128x4096", or "8x64x3136"
+std::string shape_name(const Shape& s);  // "128x4096", "8x64x3136", or channels last "8x3136x64:nlc"
 
-// Parses "RxC" or "NxCxS" with every part >= 1 and rows*cols*16 addressable; throws
-// normbench::Error with the reason.
+// Parses "RxC", "NxCxS" (channels first) or "NxSxC:nlc" (channels last, BatchNorm only) with every
+// part >= 1 and rows*cols*16 addressable; throws normbench::Error with the reason.
 Shape parse_shape(std::string_view text);
+
+// Whether norm n is defined on shape s (the channels-last layout is BatchNorm's only).
+bool shape_applies(Norm n, const Shape& s);
 
 // GroupNorm's groups for a shape: gcd(channels, 32) (32 is the common choice, as in
 // torch.nn.GroupNorm(32, C) of ResNets and diffusion UNets; fewer where 32 does not divide C).
 std::int64_t default_groups(const Shape& s);
 // The problem of a norm on a shape: GroupNorm gets channels (a two-part shape: C = cols, one
-// spatial position) and default_groups.
+// spatial position) and default_groups; BatchNorm channels and the layout (training mode,
+// momentum 0.1). Throws Error when !shape_applies(n, s).
 Problem make_problem(Norm n, DType t, const Shape& s, double eps);
 
 // Splits every item at commas ("a,b" "c" -> a b c), dropping empty parts.

@@ -1,0 +1,512 @@
+// Highway building blocks shared by the SIMD translation units (highway.cpp, highway_f64.cpp,
+// highway_batchnorm.cpp): exact loads of every storage dtype into f32/f64 lanes, correctly
+// rounded stores, the corrected two-pass reductions over R rows and the apply step.
+// Included once per Highway target (the -inl.h convention of hwy/foreach_target.h).
+//
+// Statistics: the corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7).
+//   pass 1: s = sum(x - x0)           -> mean0 = x0 + s/n   (shifted by the row's first value)
+//   pass 2: c = sum(x - mean0), S = sum((x - mean0)^2)
+//           mean = mean0 + c/n,  var = (S - c^2/n) / n
+// The shift makes constant rows exact (mean = x0, var = 0, so y = beta); the correction term
+// removes the first-order error of mean0. Sums use several independent vector accumulators.
+// `highway-f64` runs the same algorithm with f64 lanes for every dtype (as gemma.cpp does).
+// bf16/f16 are widened to f32 in registers and rounded back to nearest-even by our own integer
+// code (Highway 1.0.3's bf16 demotion truncates; its non-F16C f16 paths truncate and break
+// Inf/NaN), with hardware F16C used on AVX2 and AVX-512 targets.
+#if defined(NORMBENCH_HIGHWAY_OPS_INL_H_) == defined(HWY_TARGET_TOGGLE)  // once per Highway target
+#ifdef NORMBENCH_HIGHWAY_OPS_INL_H_
+#undef NORMBENCH_HIGHWAY_OPS_INL_H_
+#else
+#define NORMBENCH_HIGHWAY_OPS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "chunked_stats.hpp"
+#include "normbench/normbench.hpp"
+#include "normbench/simd_convert.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace normbench {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef NORMBENCH_HW_F16
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define NORMBENCH_HW_F16 1  // AVX2 and AVX-512 targets include F16C
+#else
+#define NORMBENCH_HW_F16 0
+#endif
+
+constexpr std::size_t kMaxVectorBytes = 64;
+
+// ---- loads: storage T -> compute vector C (exact), C = f32 or f64 ----
+template <class D>
+HWY_INLINE hn::Vec<D> WidenBf16(D df, const bf16* HWY_RESTRICT p) {
+  const hn::Rebind<std::uint16_t, D> du16;
+  const hn::RebindToUnsigned<D> du32;
+  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p)));
+  return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> WidenF16(D df, const f16* HWY_RESTRICT p) {
+#if NORMBENCH_HW_F16
+  const hn::Rebind<hwy::float16_t, D> df16;
+  return hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+  // Vector form of F. Giesen's half_to_float (exact for subnormals, Inf and NaN).
+  const hn::Rebind<std::uint16_t, D> du16;
+  const hn::RebindToUnsigned<D> du32;
+  const auto h = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p)));
+  const auto shifted_exp = hn::Set(du32, 0x7C00u << 13);
+  auto o = hn::ShiftLeft<13>(hn::And(h, hn::Set(du32, 0x7FFFu)));
+  const auto exp = hn::And(o, shifted_exp);
+  o = hn::Add(o, hn::Set(du32, (127u - 15u) << 23));
+  const auto inf_nan = hn::Add(o, hn::Set(du32, (128u - 16u) << 23));
+  const auto subnormal = hn::BitCast(
+      du32, hn::Sub(hn::BitCast(df, hn::Add(o, hn::Set(du32, 1u << 23))),
+                    hn::BitCast(df, hn::Set(du32, 113u << 23))));
+  o = hn::IfThenElse(hn::Eq(exp, shifted_exp), inf_nan,
+                     hn::IfThenElse(hn::Eq(exp, hn::Zero(du32)), subnormal, o));
+  return hn::BitCast(df, hn::Or(o, hn::ShiftLeft<16>(hn::And(h, hn::Set(du32, 0x8000u)))));
+#endif
+}
+
+template <class D, class T>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const T* HWY_RESTRICT p) {
+  using C = hn::TFromD<D>;
+  if constexpr (std::is_same_v<T, C>) {
+    return hn::LoadU(d, p);
+  } else if constexpr (std::is_same_v<C, double>) {  // f32/bf16/f16 into f64 lanes
+    const hn::Rebind<float, D> df;
+    return hn::PromoteTo(d, LoadRow(df, p));
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    return WidenBf16(d, p);
+  } else {
+    static_assert(std::is_same_v<T, f16>);
+    return WidenF16(d, p);
+  }
+}
+
+// Loads count (< Lanes) elements; the remaining lanes are zero.
+template <class D, class T>
+HWY_INLINE hn::Vec<D> LoadPartial(D d, const T* HWY_RESTRICT p, std::size_t count) {
+  alignas(kMaxVectorBytes) T buf[kMaxVectorBytes / sizeof(hn::TFromD<D>)] = {};
+  std::memcpy(buf, p, count * sizeof(T));
+  return LoadRow(d, buf);
+}
+
+// ---- stores: compute vector -> storage T, one rounding to nearest even ----
+// kStream: non-temporal store (p aligned to the vector), bypassing the caches. Only for vectors
+// of at least 16 bytes: Highway 1.0.3 streams a partial 128-bit vector (e.g. the 2 floats an
+// SSE4 f64 vector narrows to) with a 16-byte store, past its end; those use ordinary stores.
+template <bool kStream, class D>
+HWY_INLINE void Put(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p) {
+  if constexpr (kStream && hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) >= 16)
+    hn::Stream(v, d, p);
+  else
+    hn::StoreU(v, d, p);
+}
+
+template <bool kStream = false, class D>
+HWY_INLINE void NarrowToBf16(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<D> du32;
+  const hn::RebindToSigned<D> di32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
+  const auto quiet_nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
+  const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::Ne(v, v)), quiet_nan, rounded);
+  (void)df;
+  Put<kStream>(du16, hn::DemoteTo(du16, hn::BitCast(di32, out)), reinterpret_cast<std::uint16_t*>(p));
+}
+
+// Elements [0, N) in lo and [N, 2N) in hi to 2N bf16, rounded to nearest even, in one store of
+// a full u16 vector: the rounded words keep the result in their upper halves, which ConcatOdd
+// gathers in order. NaN stays NaN (quiet bit set), as in NarrowToBf16.
+template <bool kStream, class D>
+HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_SCALAR  // no ConcatOdd; Apply does not pair there
+  NarrowToBf16<kStream>(df, lo, p);
+  NarrowToBf16<kStream>(df, hi, p + hn::Lanes(df));
+#else
+  const hn::RebindToUnsigned<D> du32;
+  const hn::Repartition<std::uint16_t, D> du16;
+  const auto rounded_words = [&](hn::Vec<D> v) HWY_ATTR __attribute__((always_inline)) {
+    const auto u = hn::BitCast(du32, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+    const auto rounded = hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb);
+    const auto quiet_nan = hn::Or(u, hn::Set(du32, 0x00400000u));
+    return hn::BitCast(du16, hn::IfThenElse(hn::RebindMask(du32, hn::Ne(v, v)), quiet_nan, rounded));
+  };
+  (void)df;
+  Put<kStream>(du16, hn::ConcatOdd(du16, rounded_words(hi), rounded_words(lo)), reinterpret_cast<std::uint16_t*>(p));
+#endif
+}
+
+template <bool kStream = false, class D>
+HWY_INLINE void NarrowToF16(D df, hn::Vec<D> v, f16* HWY_RESTRICT p) {
+#if NORMBENCH_HW_F16
+  const hn::Rebind<hwy::float16_t, D> df16;  // vcvtps2ph with MXCSR rounding: nearest even
+  Put<kStream>(df16, hn::DemoteTo(df16, v), reinterpret_cast<hwy::float16_t*>(p));
+#else
+  // Vector form of F. Giesen's float_to_half_fast3_rtne.
+  const hn::RebindToUnsigned<D> du32;
+  const hn::RebindToSigned<D> di32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  auto u = hn::BitCast(du32, v);
+  const auto sign = hn::And(u, hn::Set(du32, 0x80000000u));
+  u = hn::Xor(u, sign);
+  const auto ui = hn::BitCast(di32, u);  // < 2^31 now: signed compares are safe
+  const auto too_big = hn::Gt(ui, hn::Set(di32, static_cast<std::int32_t>(((127u + 16u) << 23) - 1u)));
+  const auto big = hn::IfThenElse(hn::RebindMask(du32, hn::Gt(ui, hn::Set(di32, 0x7F800000))),
+                                  hn::Set(du32, 0x7E00u), hn::Set(du32, 0x7C00u));
+  const auto tiny = hn::Lt(ui, hn::Set(di32, static_cast<std::int32_t>(113u << 23)));
+  const std::uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  const auto sub = hn::Sub(
+      hn::BitCast(du32, hn::Add(hn::BitCast(df, u), hn::BitCast(df, hn::Set(du32, denorm_magic)))),
+      hn::Set(du32, denorm_magic));
+  const auto mant_odd = hn::And(hn::ShiftRight<13>(u), hn::Set(du32, 1u));
+  const auto normal = hn::ShiftRight<13>(
+      hn::Add(hn::Add(u, hn::Set(du32, 0u - ((127u - 15u) << 23) + 0xFFFu)), mant_odd));
+  auto o = hn::IfThenElse(hn::RebindMask(du32, too_big), big,
+                          hn::IfThenElse(hn::RebindMask(du32, tiny), sub, normal));
+  o = hn::Or(o, hn::ShiftRight<16>(sign));
+  Put<kStream>(du16, hn::DemoteTo(du16, hn::BitCast(di32, o)), reinterpret_cast<std::uint16_t*>(p));
+#endif
+}
+
+template <bool kStream = false, class D, class T>
+HWY_INLINE void StoreRow(D d, hn::Vec<D> v, T* HWY_RESTRICT p) {
+  using C = hn::TFromD<D>;
+  if constexpr (std::is_same_v<T, C>) {
+    Put<kStream>(d, v, p);
+  } else if constexpr (std::is_same_v<C, double> && std::is_same_v<T, float>) {
+    const hn::Rebind<float, D> df;  // cvtpd2ps: one rounding to nearest even
+    Put<kStream>(df, hn::DemoteTo(df, v), p);
+  } else if constexpr (std::is_same_v<C, double>) {
+    // f64 -> bf16/f16 in one rounding (round-to-odd to f32, then nearest even): scalar, since
+    // going through an f32 vector would round twice.
+    alignas(kMaxVectorBytes) double buf[kMaxVectorBytes / sizeof(double)];
+    hn::StoreU(v, d, buf);
+    for (std::size_t i = 0; i < hn::Lanes(d); ++i) p[i] = from_f64<T>(buf[i]);
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    NarrowToBf16<kStream>(d, v, p);
+  } else {
+    static_assert(std::is_same_v<T, f16>);
+    NarrowToF16<kStream>(d, v, p);
+  }
+}
+
+template <class D, class T>
+HWY_INLINE void StorePartial(D d, hn::Vec<D> v, T* HWY_RESTRICT p, std::size_t count) {
+  alignas(kMaxVectorBytes) T buf[kMaxVectorBytes / sizeof(hn::TFromD<D>)];
+  StoreRow(d, v, buf);
+  std::memcpy(p, buf, count * sizeof(T));
+}
+
+// Variant::storage_compute: v rounded to the storage dtype T and widened back (through memory:
+// this is an accuracy variant, not a fast path).
+template <class T, class D>
+HWY_INLINE hn::Vec<D> RoundToStorage(D d, hn::Vec<D> v) {
+  if constexpr (std::is_same_v<T, hn::TFromD<D>>) {
+    return v;
+  } else {
+    alignas(kMaxVectorBytes) T buf[kMaxVectorBytes / sizeof(hn::TFromD<D>)];
+    StoreRow(d, v, buf);
+    return LoadRow(d, buf);
+  }
+}
+
+template <class T, class C>
+HWY_INLINE C RoundScalarToStorage(C v) {
+  if constexpr (std::is_same_v<T, C> || std::is_same_v<T, double>) return v;
+  else if constexpr (std::is_same_v<C, double>) return static_cast<C>(widen(from_f64<T>(v)));
+  else return widen(from_f32<T>(v));
+}
+
+// What the variants change in the apply step (Problem::variant); the standard form compiles
+// without any of it (Apply's kVariant = false).
+struct ApplyOptions {
+  bool one_plus_gamma = false;
+  bool storage = false;
+};
+
+inline ApplyOptions ApplyOptionsOf(const Problem& p) {
+  return {p.variant.one_plus_gamma, p.variant.storage_compute};
+}
+
+// h = x + r for n elements, rounded once to T (x == h or r == h allowed: each vector is read
+// before it is written).
+template <class D, class T>
+HWY_INLINE void AddRowInto(D d, const T* x, const T* r, T* h, std::size_t n) {
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) StoreRow(d, hn::Add(LoadRow(d, x + i), LoadRow(d, r + i)), h + i);
+  if (i < n) StorePartial(d, hn::Add(LoadPartial(d, x + i, n - i), LoadPartial(d, r + i, n - i)), h + i, n - i);
+}
+
+// ---- reductions and apply, over R rows at once ----
+// Short rows leave each row's dependency chain (sum -> mean -> centred sums -> rstd -> apply)
+// exposed; interleaving R independent rows fills those gaps and lets the apply pass load
+// gamma/beta once for R rows. Every row's arithmetic is the same whatever R is (each row has its
+// own accumulators, combined in the same order), so results never depend on how rows were
+// grouped — `threaded` stays bitwise equal to `highway` for every thread count.
+
+// Independent accumulators per row and sum. Four: with one, the add/FMA latency bounds a pass
+// over an L1-resident row; eight (AVX-512 has the registers) measured 2-18% slower (interleaved
+// A/B, 1 thread, f32 and bf16): cache-resident rows are bound by L2 -> L1 traffic, not latency.
+constexpr std::size_t kAcc = 4;
+
+// Sum of the kAcc accumulators of a row, always in the same tree order, then across lanes.
+template <class D>
+HWY_INLINE hn::TFromD<D> Total(D d, hn::Vec<D>* a) {
+  for (std::size_t width = kAcc / 2; width >= 1; width /= 2)
+    for (std::size_t k = 0; k < width; ++k) a[k] = hn::Add(a[2 * k], a[2 * k + 1]);
+  return hn::GetLane(hn::SumOfLanes(d, a[0]));
+}
+
+// sum(x_r - shift_r) for each row r, kAcc independent accumulators per row.
+template <std::size_t R, class D, class T>
+HWY_INLINE void ShiftedSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* shift,
+                            hn::TFromD<D>* out) {
+  const std::size_t N = hn::Lanes(d);
+  hn::Vec<D> k[R], a[R][kAcc];
+  for (std::size_t r = 0; r < R; ++r) {
+    k[r] = hn::Set(d, shift[r]);
+    for (auto& v : a[r]) v = hn::Zero(d);
+  }
+  std::size_t i = 0;
+  for (; i + kAcc * N <= n; i += kAcc * N)
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t j = 0; j < kAcc; ++j) a[r][j] = hn::Add(a[r][j], hn::Sub(LoadRow(d, x[r] + i + j * N), k[r]));
+  for (; i + N <= n; i += N)
+    for (std::size_t r = 0; r < R; ++r) a[r][0] = hn::Add(a[r][0], hn::Sub(LoadRow(d, x[r] + i), k[r]));
+  if (i < n)
+    for (std::size_t r = 0; r < R; ++r)
+      a[r][1] = hn::Add(a[r][1], hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x[r] + i, n - i), k[r])));
+  for (std::size_t r = 0; r < R; ++r) out[r] = Total(d, a[r]);
+}
+
+// c_r = sum(x_r - m_r) and s_r = sum((x_r - m_r)^2), kAcc independent accumulator pairs per row.
+template <std::size_t R, class D, class T>
+HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* mean,
+                            hn::TFromD<D>* c, hn::TFromD<D>* s) {
+  const std::size_t N = hn::Lanes(d);
+  hn::Vec<D> m[R], ca[R][kAcc], sa[R][kAcc];
+  for (std::size_t r = 0; r < R; ++r) {
+    m[r] = hn::Set(d, mean[r]);
+    for (std::size_t j = 0; j < kAcc; ++j) ca[r][j] = sa[r][j] = hn::Zero(d);
+  }
+  std::size_t i = 0;
+  for (; i + kAcc * N <= n; i += kAcc * N)
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t j = 0; j < kAcc; ++j) {
+        const auto dev = hn::Sub(LoadRow(d, x[r] + i + j * N), m[r]);
+        ca[r][j] = hn::Add(ca[r][j], dev);
+        sa[r][j] = hn::MulAdd(dev, dev, sa[r][j]);
+      }
+  for (; i + N <= n; i += N)
+    for (std::size_t r = 0; r < R; ++r) {
+      const auto dev = hn::Sub(LoadRow(d, x[r] + i), m[r]);
+      ca[r][0] = hn::Add(ca[r][0], dev);
+      sa[r][0] = hn::MulAdd(dev, dev, sa[r][0]);
+    }
+  if (i < n)
+    for (std::size_t r = 0; r < R; ++r) {
+      const auto dev = hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x[r] + i, n - i), m[r]));
+      ca[r][1] = hn::Add(ca[r][1], dev);
+      sa[r][1] = hn::MulAdd(dev, dev, sa[r][1]);
+    }
+  for (std::size_t r = 0; r < R; ++r) {
+    c[r] = Total(d, ca[r]);
+    s[r] = Total(d, sa[r]);
+  }
+}
+
+// sum(x_r^2), kAcc independent accumulators per row.
+template <std::size_t R, class D, class T>
+HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out) {
+  const std::size_t N = hn::Lanes(d);
+  hn::Vec<D> a[R][kAcc];
+  for (std::size_t r = 0; r < R; ++r)
+    for (auto& v : a[r]) v = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + kAcc * N <= n; i += kAcc * N)
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t j = 0; j < kAcc; ++j) {
+        const auto v = LoadRow(d, x[r] + i + j * N);
+        a[r][j] = hn::MulAdd(v, v, a[r][j]);
+      }
+  for (; i + N <= n; i += N)
+    for (std::size_t r = 0; r < R; ++r) {
+      const auto v = LoadRow(d, x[r] + i);
+      a[r][0] = hn::MulAdd(v, v, a[r][0]);
+    }
+  if (i < n)
+    for (std::size_t r = 0; r < R; ++r) {
+      const auto v = LoadPartial(d, x[r] + i, n - i);  // zero lanes add nothing
+      a[r][1] = hn::MulAdd(v, v, a[r][1]);
+    }
+  for (std::size_t r = 0; r < R; ++r) out[r] = Total(d, a[r]);
+}
+
+// (x - mean) * rstd [* gamma] [+ beta], one rounding fewer than the formula where an FMA fits
+// (z * gamma + beta, or (x - mean) * rstd + beta): the apply step of every highway kernel.
+template <class V>
+HWY_INLINE V Normalize(V xv, V mean, V rstd, V gamma, V beta, bool has_gamma, bool has_beta) {
+  const auto centred = hn::Sub(xv, mean);
+  if (has_gamma && has_beta) return hn::MulAdd(hn::Mul(centred, rstd), gamma, beta);
+  if (has_gamma) return hn::Mul(hn::Mul(centred, rstd), gamma);
+  if (has_beta) return hn::MulAdd(centred, rstd, beta);
+  return hn::Mul(centred, rstd);
+}
+
+// y_r = (x_r - mean_r) * rstd_r [* gamma] [+ beta]; reads each x vector before writing y (in
+// place ok); gamma/beta are loaded once for the R rows.
+// While the rows are in L1, it prefetches the next rows' x into L2 (next_x: `R` rows of `n`
+// elements, contiguous), so their memory traffic overlaps this compute (interleaved A/B: bf16
+// 2048x4096 10-16% faster, nothing slower). Prefetching into L1, or prefetching y for writing,
+// made 16 KiB rows 12-16% slower.
+// kStream: y is written with non-temporal stores after peeling to the vector alignment.
+// kVariant: honours opt (Gemma's 1 + gamma; storage-dtype rounding of every step, where mean and
+// rstd arrive already rounded).
+// kBroadcast: gamma and beta point at one value each, applied to all n elements (GroupNorm's
+// per-channel parameters over a channel's spatial positions).
+template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = false, class D, class T, class P>
+HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
+                      const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
+                      const T* next_x, ApplyOptions opt = {}) {
+  const std::size_t N = hn::Lanes(d);
+  hn::Vec<D> m[R], rs[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    m[r] = hn::Set(d, mean[r]);
+    rs[r] = hn::Set(d, rstd[r]);
+  }
+  const auto value = [&](hn::Vec<D> xv, hn::Vec<D> g, hn::Vec<D> b, std::size_t r) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kVariant) {
+      if (opt.storage) {  // every step rounded to T, no FMA
+        auto z = RoundToStorage<T>(d, hn::Mul(RoundToStorage<T>(d, hn::Sub(xv, m[r])), rs[r]));
+        if (gamma) z = RoundToStorage<T>(d, hn::Mul(z, g));
+        if (beta) z = RoundToStorage<T>(d, hn::Add(z, b));
+        return z;
+      }
+    }
+    return Normalize(xv, m[r], rs[r], g, b, gamma != nullptr, beta != nullptr);
+  };
+  // gamma as applied: (1 + gamma) for Gemma; rounded to T (and 1 + gamma rounded) for storage.
+  const auto prep_gamma = [&](hn::Vec<D> g) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kVariant) {
+      if (opt.storage) g = RoundToStorage<T>(d, g);
+      if (opt.one_plus_gamma) g = hn::Add(hn::Set(d, hn::TFromD<D>(1)), g);
+      if (opt.storage) g = RoundToStorage<T>(d, g);
+    }
+    return g;
+  };
+  const auto prep_beta = [&](hn::Vec<D> b) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kVariant)
+      if (opt.storage) b = RoundToStorage<T>(d, b);
+    return b;
+  };
+  // gamma/beta for columns [i, i + count): a vector of them, or the broadcast value.
+  const auto param = [&](const P* HWY_RESTRICT ptr, std::size_t i, std::size_t count) HWY_ATTR __attribute__((always_inline)) {
+    if (!ptr) return hn::Zero(d);
+    if constexpr (kBroadcast) return hn::Set(d, static_cast<hn::TFromD<D>>(ptr[0]));
+    return count == N ? LoadRow(d, ptr + i) : LoadPartial(d, ptr + i, count);
+  };
+  // Columns [i, i + count) of every row, count <= N; stream: a whole vector may be streamed.
+  const auto columns = [&](std::size_t i, std::size_t count, bool stream) HWY_ATTR __attribute__((always_inline)) {
+    const bool whole = count == N;
+    const auto g = prep_gamma(param(gamma, i, count));
+    const auto b = prep_beta(param(beta, i, count));
+    for (std::size_t r = 0; r < R; ++r) {
+      const auto v = value(whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count), g, b, r);
+      if (whole && stream)
+        StoreRow<kStream>(d, v, y[r] + i);
+      else if (whole)
+        StoreRow<false>(d, v, y[r] + i);
+      else
+        StorePartial(d, v, y[r] + i, count);
+    }
+  };
+  // bf16 out of f32: two vectors narrowed into one full vector of 2N bf16 (ConcatOdd of the
+  // rounded words) instead of two half-width demotions, which cost as much as the rest of the
+  // apply step (interleaved A/B below).
+  constexpr bool kPairs = std::is_same_v<T, bf16> && std::is_same_v<hn::TFromD<D>, float> && HWY_TARGET != HWY_SCALAR;
+  const std::size_t step = kPairs ? 2 * N : N;
+  const auto step_columns = [&](std::size_t i) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kPairs) {
+      const auto g0 = prep_gamma(param(gamma, i, N)), g1 = prep_gamma(param(gamma, i + N, N));
+      const auto b0 = prep_beta(param(beta, i, N)), b1 = prep_beta(param(beta, i + N, N));
+      for (std::size_t r = 0; r < R; ++r)
+        NarrowPairToBf16<kStream>(d, value(LoadRow(d, x[r] + i), g0, b0, r),
+                                  value(LoadRow(d, x[r] + i + N), g1, b1, r), y[r] + i);
+    } else {
+      columns(i, N, true);
+    }
+  };
+  std::size_t i = 0;
+  if constexpr (kStream) {  // peel to the store alignment (the caller makes the R rows share it)
+    const std::size_t store_bytes = step * sizeof(T);
+    const auto misalign = reinterpret_cast<std::uintptr_t>(y[0]) % store_bytes;
+    const std::size_t peel = misalign ? std::min(n, (store_bytes - misalign) / sizeof(T)) : 0;
+    while (i < peel) {
+      const std::size_t count = std::min(N, peel - i);
+      columns(i, count, false);
+      i += count;
+    }
+  }
+  for (; i + step <= n; i += step) {
+    if (next_x)  // into L2: into L1 it evicts these rows (measured)
+      for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
+    step_columns(i);
+  }
+  for (; i + N <= n; i += N) columns(i, N, true);
+  if (i < n) columns(i, n - i, false);
+}
+
+// Corrected two-pass statistics of n values in each of R rows: mean and M2 = sum (x - mean)^2
+// (may round slightly below zero; the caller clamps).
+template <std::size_t R, class D, class T>
+HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2) {
+  using C = hn::TFromD<D>;
+  const C inv_n = C(1) / static_cast<C>(n);
+  C shift[R], sum[R], mean0[R], c[R], s[R];
+  for (std::size_t r = 0; r < R; ++r) shift[r] = static_cast<C>(widen(x[r][0]));
+  ShiftedSums<R>(d, x, n, shift, sum);
+  for (std::size_t r = 0; r < R; ++r) mean0[r] = shift[r] + sum[r] * inv_n;
+  CentredSums<R>(d, x, n, mean0, c, s);
+  for (std::size_t r = 0; r < R; ++r) {
+    mean[r] = mean0[r] + c[r] * inv_n;
+    m2[r] = s[r] - c[r] * c[r] * inv_n;
+  }
+}
+
+// Statistics of chunk k of a row (see chunked_stats.hpp): LayerNorm (mean, M2), RMSNorm (-, sum x^2).
+template <class D, class T>
+HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t cols, std::int64_t k, Norm norm,
+                                hn::TFromD<D>& mean, hn::TFromD<D>& m2) {
+  const std::int64_t begin = k * detail::kStatsChunk;
+  const auto n = static_cast<std::size_t>(std::min(cols - begin, detail::kStatsChunk));
+  const T* x[1] = {row + begin};
+  mean = 0;
+  if (centres(norm))
+    BlockStats<1>(d, x, n, &mean, &m2);
+  else
+    SumsOfSquares<1>(d, x, n, &m2);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace normbench
+HWY_AFTER_NAMESPACE();
+
+#endif  // NORMBENCH_HIGHWAY_OPS_INL_H_

@@ -1,0 +1,194 @@
+// The highway row kernels (LayerNorm, RMSNorm, GroupNorm units) as templates over the storage
+// type T and the compute type C: highway.cpp instantiates C = f32 (and f64 for f64 data),
+// highway_f64.cpp C = f64 for every dtype. Included once per Highway target.
+#if defined(NORMBENCH_HIGHWAY_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)  // once per Highway target
+#ifdef NORMBENCH_HIGHWAY_ROWS_INL_H_
+#undef NORMBENCH_HIGHWAY_ROWS_INL_H_
+#else
+#define NORMBENCH_HIGHWAY_ROWS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "chunked_stats.hpp"
+#include "families.hpp"
+#include "highway_ops-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace normbench {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// R whole rows of at most one chunk each, starting at row r.
+template <std::size_t R, bool kStream, bool kVariant, class T, class C, class P>
+HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, const P* gamma, const P* beta,
+                          const T* next_x) {
+  const hn::ScalableTag<C> d;
+  const std::size_t n = static_cast<std::size_t>(p.cols);
+  const T* x[R];
+  T* y[R];
+  C mean[R], m2[R], rstd[R];
+  for (std::size_t k = 0; k < R; ++k) {
+    x[k] = static_cast<const T*>(b.x) + (r + static_cast<std::int64_t>(k)) * p.cols;
+    y[k] = static_cast<T*>(b.y) + (r + static_cast<std::int64_t>(k)) * p.cols;
+    mean[k] = 0;
+  }
+  if (centres(p.norm))
+    BlockStats<R>(d, x, n, mean, m2);
+  else
+    SumsOfSquares<R>(d, x, n, m2);
+  for (std::size_t k = 0; k < R; ++k) {
+    rstd[k] = detail::row_rstd(m2[k], p.cols, p);
+    if (b.mean) b.mean[r + static_cast<std::int64_t>(k)] = static_cast<float>(mean[k]);
+    if (b.rstd) b.rstd[r + static_cast<std::int64_t>(k)] = static_cast<float>(rstd[k]);
+    if (kVariant && p.variant.storage_compute) {
+      mean[k] = RoundScalarToStorage<T>(mean[k]);
+      rstd[k] = RoundScalarToStorage<T>(rstd[k]);
+    }
+  }
+  Apply<kStream, R, kVariant>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
+}
+
+// GroupNorm units [u_begin, u_end) (unit u = row u / groups, group u % groups), each over its
+// contiguous (C/groups)*HW elements: statistics as for a LayerNorm row (chunked beyond one chunk,
+// merged in order), then per channel the apply step with that channel's gamma/beta broadcast.
+// Every unit is computed whole by one call, so `threaded` splitting units is bitwise equal.
+template <bool kStream, class T, class C>
+void GroupUnitsImpl(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end) {
+  using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const hn::ScalableTag<C> d;
+  const std::int64_t groups = group_count(p), len = stat_cols(p), hw = spatial_size(p), per_group = len / hw;
+  const auto* gamma = static_cast<const P*>(b.gamma);
+  const auto* beta = static_cast<const P*>(b.beta);
+  for (std::int64_t u = u_begin; u < u_end; ++u) {
+    const T* x = static_cast<const T*>(b.x) + u * len;
+    T* y = static_cast<T*>(b.y) + u * len;
+    detail::ChunkAccumulator<C> acc;
+    for (std::int64_t k = 0; k < detail::chunk_count(len); ++k) {
+      C chunk_mean, chunk_m2;
+      ChunkStatsTyped(d, x, len, k, p.norm, chunk_mean, chunk_m2);
+      if (centres(p.norm))
+        acc.add_layernorm(static_cast<C>(std::min(len - k * detail::kStatsChunk, detail::kStatsChunk)), chunk_mean,
+                          chunk_m2);
+      else
+        acc.add_rmsnorm(chunk_m2);
+    }
+    const C mean = acc.mean, rstd = detail::row_rstd(acc.m2, len, p);
+    if (b.mean) b.mean[u] = static_cast<float>(mean);
+    if (b.rstd) b.rstd[u] = static_cast<float>(rstd);
+    const std::int64_t channel0 = (u % groups) * per_group;
+    const P* g = gamma ? gamma + channel0 : nullptr;
+    const P* bt = beta ? beta + channel0 : nullptr;
+    const T* next_x = u + 1 < u_end ? x + len : nullptr;
+    if (hw == 1) {  // per-element parameters: the row form
+      const T* xs[1] = {x};
+      T* ys[1] = {y};
+      Apply<kStream, 1>(d, xs, ys, static_cast<std::size_t>(len), &mean, &rstd, g, bt, next_x);
+      continue;
+    }
+    for (std::int64_t c = 0; c < per_group; ++c) {
+      const T* xs[1] = {x + c * hw};
+      T* ys[1] = {y + c * hw};
+      Apply<kStream, 1, false, true>(d, xs, ys, static_cast<std::size_t>(hw), &mean, &rstd, g ? g + c : nullptr,
+                                     bt ? bt + c : nullptr, c + 1 == per_group ? next_x : nullptr);
+    }
+  }
+  if constexpr (kStream) hwy::FlushStream();
+}
+
+// Rows interleaved by the short-row path when detail::interleave_short_rows says so.
+constexpr std::size_t kRowsAtOnce = 2;
+
+// T: storage type; C: compute type (f32, or f64 for f64 data and for the accuracy-first variant).
+// residual_add: each row (or pair of rows) of h = x + r is written first and normalized while it
+// is still in L1; `in` is then b with x = h.
+template <bool kStream, bool kVariant, class T, class C>
+void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
+  if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) {  // else a LayerNorm row
+    GroupUnitsImpl<kStream, T, C>(p, b, row_begin * group_count(p), row_end * group_count(p));
+    return;
+  }
+  using P = std::conditional_t<std::is_same_v<T, double>, double, float>;  // gamma/beta
+  const hn::ScalableTag<C> d;
+  HWY_DASSERT(hn::Lanes(d) * sizeof(C) <= kMaxVectorBytes);
+  const auto* gamma = static_cast<const P*>(b.gamma);
+  const auto* beta = static_cast<const P*>(b.beta);
+  const auto row_x = [&](std::int64_t r) { return static_cast<const T*>(b.x) + r * p.cols; };
+  const std::int64_t chunks = detail::chunk_count(p.cols);
+  Buffers in = b;
+  if (p.residual_add) in.x = b.h;
+  const auto add_rows = [&](std::int64_t r, std::int64_t count) {
+    if (!p.residual_add) return;
+    const auto offset = r * p.cols;
+    AddRowInto(d, row_x(r), static_cast<const T*>(b.residual) + offset, static_cast<T*>(b.h) + offset,
+               static_cast<std::size_t>(count * p.cols));
+  };
+  if (chunks == 1) {
+    constexpr auto R = static_cast<std::int64_t>(kRowsAtOnce);
+    std::int64_t r = row_begin;
+    // Streaming stores peel every row to the same alignment: rows must share it.
+    // (Apply's widest store is two vectors' worth of bf16.)
+    const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % (2 * hn::Lanes(d)) == 0;
+    if (same_alignment && detail::interleave_short_rows(p, row_end - row_begin))
+      for (; r + R <= row_end; r += R) {
+        add_rows(r, R);
+        ShortRows<kRowsAtOnce, kStream, kVariant, T, C>(p, in, r, gamma, beta, r + R < row_end ? row_x(r + R) : nullptr);
+      }
+    for (; r < row_end; ++r) {
+      add_rows(r, 1);
+      ShortRows<1, kStream, kVariant, T, C>(p, in, r, gamma, beta, r + 1 < row_end ? row_x(r + 1) : nullptr);
+    }
+  } else {  // long rows: fixed chunks merged in order, exactly as `threaded` does in parallel
+    const auto row_in = [&](std::int64_t r) { return static_cast<const T*>(in.x) + r * p.cols; };
+    for (std::int64_t r = row_begin; r < row_end; ++r) {
+      add_rows(r, 1);
+      detail::ChunkAccumulator<C> acc;
+      for (std::int64_t k = 0; k < chunks; ++k) {
+        C chunk_mean, chunk_m2;
+        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2);
+        const C count = static_cast<C>(std::min(p.cols - k * detail::kStatsChunk, detail::kStatsChunk));
+        if (centres(p.norm))
+          acc.add_layernorm(count, chunk_mean, chunk_m2);
+        else
+          acc.add_rmsnorm(chunk_m2);
+      }
+      C mean = acc.mean, rstd = detail::row_rstd(acc.m2, p.cols, p);
+      if (b.mean) b.mean[r] = static_cast<float>(mean);
+      if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
+      if (kVariant && p.variant.storage_compute) {
+        mean = RoundScalarToStorage<T>(mean);
+        rstd = RoundScalarToStorage<T>(rstd);
+      }
+      const T* x[1] = {row_in(r)};
+      T* y[1] = {static_cast<T*>(b.y) + r * p.cols};
+      Apply<kStream, 1, kVariant>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
+                                  r + 1 < row_end ? row_x(r + 1) : nullptr, ApplyOptionsOf(p));
+    }
+  }
+  if constexpr (kStream) hwy::FlushStream();  // order the non-temporal stores before what follows
+}
+
+template <class T, class C>
+void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end,
+                      bool stream) {
+  const bool variant = p.variant.one_plus_gamma || p.variant.storage_compute;
+  if (stream && variant)
+    ForwardRowsImpl<true, true, T, C>(p, b, row_begin, row_end);
+  else if (stream)
+    ForwardRowsImpl<true, false, T, C>(p, b, row_begin, row_end);
+  else if (variant)
+    ForwardRowsImpl<false, true, T, C>(p, b, row_begin, row_end);
+  else
+    ForwardRowsImpl<false, false, T, C>(p, b, row_begin, row_end);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace normbench
+HWY_AFTER_NAMESPACE();
+
+#endif  // NORMBENCH_HIGHWAY_ROWS_INL_H_
