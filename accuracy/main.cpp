@@ -35,8 +35,11 @@ Shape parse_accuracy_shape(const std::string& text) {
   return s;
 }
 
-// Default shapes: cols 7, 768, 4096, 65537 with a few rows each, and a GroupNorm input (N 2, C 64, HW 100).
-std::vector<Shape> default_shapes() { return {{16, 7}, {8, 768}, {4, 4096}, {4, 65537}, {2, 6400, 64}}; }
+// Default shapes: cols 7, 768, 4096, 65537 with a few rows each (BatchNorm reads them as (N, C)),
+// a channels-first input (N 2, C 64, HW 100) and its channels-last form (BatchNorm only).
+std::vector<Shape> default_shapes() {
+  return {{16, 7}, {8, 768}, {4, 4096}, {4, 65537}, {2, 6400, 64}, {2, 6400, 64, true}};
+}
 
 std::string g(double v) { return report::num(v); }
 
@@ -54,16 +57,17 @@ int run(int argc, char** argv) {
   Options o;
   CLI::App app{"normbench-accuracy: error of every registered implementation against a long-double reference,\n"
                "over seeded input distributions or your own .npy tensors. Writes a CSV (see reports/README.md)."};
-  app.add_option("--norm", o.norms, "Norms (layernorm, rmsnorm, groupnorm; comma list; default all)");
+  app.add_option("--norm", o.norms, "Norms (layernorm, rmsnorm, groupnorm, batchnorm; comma list; default all)");
   app.add_option("--impl", o.impls, "Implementations (comma list; default all; see --list)");
   app.add_option("--dtype", o.dtypes, "dtypes (f32, f64, bf16, f16; comma list; default all)");
   app.add_option("--variant", o.variants,
-                 "Variants (standard, eps-outside, unbiased, rms-shift, param-free, gemma, storage, residual-add; "
+                 "Variants (standard, eps-outside, unbiased, rms-shift, param-free, gemma, storage, residual-add, inference; "
                  "comma list; default all; each runs where it applies, see the README's variant table)");
   app.add_option("--dist", o.dists,
                  "Distributions: normal, uniform, offset (kappa 1..1e8), outliers, heavy, constant, range, special "
                  "(comma list; default all)");
-  app.add_option("--shape", o.shapes, "Shapes RxC or NxCxS (repeatable; default 16x7, 8x768, 4x4096, 4x65537, 2x64x100)");
+  app.add_option("--shape", o.shapes, "Shapes RxC, NxCxS or NxSxC:nlc (channels last, BatchNorm only) (repeatable; default 16x7, 8x768, "
+                 "4x4096, 4x65537, 2x64x100, 2x100x64:nlc)");
   app.add_option("--eps", o.eps, "eps (default 1e-5 for LayerNorm, 1e-6 for RMSNorm)")->expected(1);
   app.add_option("--seed", o.seed, "Seed of the generated inputs")->capture_default_str();
   app.add_option("--threads", o.threads, "Threads for threaded implementations (default: all cores)");
@@ -164,14 +168,16 @@ int run(int argc, char** argv) {
     for (DType t : dtypes)
       groups += static_cast<std::size_t>(std::count_if(variants.begin(), variants.end(), [&](const VariantPreset* v) {
                   return v->applies(n, t);
-                })) * dists.size() * shapes.size();
+                })) * dists.size() *
+                static_cast<std::size_t>(std::count_if(shapes.begin(), shapes.end(),
+                                                       [&](const Shape& s) { return cli::shape_applies(n, s); }));
   const auto start = std::chrono::steady_clock::now();
   for (Norm n : norms)
     for (DType t : dtypes)
       for (const VariantPreset* variant : variants)
       for (const DistCase& dc : dists)
         for (const Shape& s : shapes) {
-          if (!variant->applies(n, t)) continue;
+          if (!variant->applies(n, t) || !cli::shape_applies(n, s)) continue;
           ++group;
           const bool standard = variant->name == "standard";
           std::vector<const Implementation*> todo;
@@ -181,11 +187,12 @@ int run(int argc, char** argv) {
           const double eps = o.eps.empty() ? default_eps(n) : o.eps[0];
           const Problem base = cli::make_problem(n, t, s, eps);
           if (variant->variant.unbiased && s.cols < 2) continue;  // undefined (torch gives NaN)
+          if (n == Norm::kBatchNorm && !variant->batchnorm_inference && stat_cols(base) < 2) continue;  // torch raises
           const PreparedCase pc = o.input.empty() ? prepare(base, dc, o.seed, *variant)
                                                   : prepare(base, user.data, o.seed, *variant);
           const std::string vtag = standard ? "" : fmt::format("-{}", variant->name);
           const ReferenceResult& ref = pc.reference;
-          const std::string shape_tag = fmt::format("{}x{}", s.rows, s.cols);
+          const std::string shape_tag = cli::shape_name(s);
           const std::string dist_tag = dc.label();
           if (!o.dump_dir.empty()) {
             std::vector<double> r(ref.y.begin(), ref.y.end());
@@ -205,7 +212,7 @@ int run(int argc, char** argv) {
                 std::string(impl->name),
                 std::string(impl->family), impl->target(), std::string(dtype_name(t)), dc.dist, g(dc.kappa_target),
                 std::to_string(s.rows), std::to_string(s.cols), std::to_string(channel_count(pc.problem)),
-                std::to_string(group_count(pc.problem)), g(eps), std::to_string(o.seed), std::to_string(threads),
+                std::to_string(group_count(pc.problem)), std::string(layout_name(pc.problem)), g(eps), std::to_string(o.seed), std::to_string(threads),
                 std::string(variance_algorithm_name(impl->variance_algorithm)), std::string(impl->accumulator),
                 g(m.normwise_ulp_max), g(m.ulp_max), g(m.ulp_mean), g(m.rel_err_max), g(m.abs_err_max),
                 g(m.frac_correctly_rounded), g(m.mean_rel_err_max), g(m.rstd_rel_err_max), g(m.var_rel_err_max),

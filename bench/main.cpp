@@ -57,6 +57,7 @@ struct Workspace {
   std::vector<unsigned char> x, y;  // copies * rows * cols elements each
   std::vector<unsigned char> gamma, beta;
   std::vector<unsigned char> residual, h;  // residual-add cases only, allocated on first use
+  std::vector<unsigned char> running_mean, running_var;  // BatchNorm: cols entries (>= channels), 0 and 1
   std::vector<float> ceiling_extra;
   std::size_t copy_bytes() const { return static_cast<std::size_t>(shape.rows * shape.cols) * dtype_size(dtype); }
   const void* x_copy(std::int64_t k) const { return x.data() + k * copy_bytes(); }
@@ -84,7 +85,7 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
   const std::int64_t copies = cold ? cold_copies(t, s) : 1;
   if (ws && ws->dtype == t && ws->shape == s && ws->copies == copies) return *ws;
   ws.reset();
-  ws = std::make_unique<Workspace>(Workspace{t, s, copies, {}, {}, {}, {}, {}, {}, {}});
+  ws = std::make_unique<Workspace>(Workspace{t, s, copies, {}, {}, {}, {}, {}, {}, {}, {}, {}});
   // A 64K-value tile of N(0.5, 1) data, rounded to the dtype, repeated: realistic values
   // without spending seconds in the random generator for 512 MiB inputs.
   const std::size_t n = static_cast<std::size_t>(s.rows * s.cols) * copies, esize = dtype_size(t);
@@ -100,9 +101,13 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
   const std::size_t psize = dtype_size(param_dtype(t));
   ws->gamma.resize(s.cols * psize);
   ws->beta.resize(s.cols * psize);
+  ws->running_mean.resize(s.cols * psize);
+  ws->running_var.resize(s.cols * psize);
   for (std::int64_t i = 0; i < s.cols; ++i) {
     store_rounded(param_dtype(t), ws->gamma.data(), i, 1.0 + 0.001 * (i % 7));
     store_rounded(param_dtype(t), ws->beta.data(), i, 0.01 * (i % 5));
+    store_rounded(param_dtype(t), ws->running_mean.data(), i, 0.0);
+    store_rounded(param_dtype(t), ws->running_var.data(), i, 1.0);
   }
   return *ws;
 }
@@ -123,6 +128,10 @@ void run_norm_case(benchmark::State& state, const Case& c) {
     if (p.residual_add) {
       b.residual = ws.r_copy(k);
       b.h = ws.h_copy(k);
+    }
+    if (p.norm == Norm::kBatchNorm) {  // training updates them every iteration, as a training loop does
+      b.running_mean = ws.running_mean.data();
+      b.running_var = ws.running_var.data();
     }
     return b;
   };
@@ -226,16 +235,16 @@ int run(int argc, char** argv) {
   }
 
   Options o;
-  CLI::App app{"normbench: throughput of every registered LayerNorm/RMSNorm implementation against the\n"
+  CLI::App app{"normbench: throughput of every registered normalization implementation against the\n"
                "machine's bandwidth ceiling, measured in the same run. Writes a CSV report (see reports/README.md)."};
   app.add_option("--shapes", o.shape_set, "Shape set(s): quick, transformer, cache-sweep, odd, cnn, full (comma list)")
       ->capture_default_str();
-  app.add_option("--shape", o.shapes, "Explicit shape RxC or NxCxS (GroupNorm input; for LayerNorm/RMSNorm normalized_shape (C, S)) (repeatable; replaces --shapes)");
-  app.add_option("--norm", o.norms, "Norms to run (layernorm, rmsnorm, groupnorm; comma list; default all)");
+  app.add_option("--shape", o.shapes, "Explicit shape RxC, NxCxS (GroupNorm/BatchNorm input; for LayerNorm/RMSNorm normalized_shape (C, S)) or NxSxC:nlc (channels last, BatchNorm only) (repeatable; replaces --shapes)");
+  app.add_option("--norm", o.norms, "Norms to run (layernorm, rmsnorm, groupnorm, batchnorm; comma list; default all)");
   app.add_option("--impl", o.impls, "Implementations to run (comma list; default all; see --list)");
   app.add_option("--variant", o.variants,
                  "Variants (standard, eps-outside, unbiased, rms-shift, param-free, gemma, storage, residual-add, "
-                 "residual-add-separate; comma list; default all). Each runs where it applies, for implementations "
+                 "inference (BatchNorm), residual-add-separate; comma list; default all). Each runs where it applies, for implementations "
                  "that support variants; residual-add-separate (add_rounded, then the norm) at 1 thread only");
   app.add_option("--dtype", o.dtypes, "dtypes of x/y (f32, f64, bf16, f16; comma list)")->capture_default_str();
   app.add_option("--threads", o.threads, "Thread counts (comma list; default 1, powers of two up to the cores, the cores)");
@@ -347,6 +356,10 @@ int run(int argc, char** argv) {
             if (variant != "standard" && !impl->supports_variants) continue;
             if (separate && th > 1) continue;  // add_rounded is one thread
             if (preset.variant.unbiased && s.cols < 2) continue;
+            if (!cli::shape_applies(n, s)) continue;  // channels last is BatchNorm's
+            if (n == Norm::kBatchNorm && !preset.batchnorm_inference &&
+                stat_cols(cli::make_problem(n, t, s, default_eps(n))) < 2)
+              continue;  // training on one value per channel: torch raises, so do we
             const std::int64_t params = ((preset.gamma ? 1 : 0) + (preset.has_beta(n) ? 1 : 0)) *
                                         param_count(cli::make_problem(n, t, s, default_eps(n))) *
                                         static_cast<std::int64_t>(dtype_size(param_dtype(t)));

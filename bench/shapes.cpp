@@ -32,14 +32,17 @@ std::vector<Shape> cache_sweep() {
   return v;
 }
 
-// GroupNorm (N, C, HW) of CNNs and diffusion UNets: Stable Diffusion's UNet at 64x64, 32x32 and
-// 16x16 latents (C 320, 640, 1280, batch 2), ResNet-50 stages at 56x56 and 28x28 (batch 8).
-// LayerNorm/RMSNorm read them as normalized_shape (C, HW).
+// GroupNorm/BatchNorm (N, C, HW) of CNNs and diffusion UNets: Stable Diffusion's UNet at 64x64,
+// 32x32 and 16x16 latents (C 320, 640, 1280, batch 2), ResNet-50 stages at 56x56 and 28x28
+// (batch 8); the ResNet-50 stages again channels last (N, HW, C), BatchNorm's NHWC (PyTorch's
+// channels_last memory format). LayerNorm/RMSNorm read the channels-first ones as
+// normalized_shape (C, HW).
 std::vector<Shape> cnn() {
   std::vector<Shape> v;
   for (auto [n, c, hw] : {std::array<std::int64_t, 3>{2, 320, 4096}, {2, 640, 1024}, {2, 1280, 256},
                           {8, 64, 3136}, {8, 256, 784}})
     v.push_back({n, c * hw, c});
+  for (auto [n, c, hw] : {std::array<std::int64_t, 3>{8, 64, 3136}, {8, 256, 784}}) v.push_back({n, c * hw, c, true});
   return v;
 }
 
@@ -53,7 +56,8 @@ std::vector<Shape> odd() {
 }  // namespace
 
 std::vector<Shape> shape_set(std::string_view name) {
-  if (name == "quick") return {{1, 4096}, {64, 768}, {128, 4096}, {512, 4096}, {2, 64 * 1024, 64}};
+  if (name == "quick")
+    return {{1, 4096}, {64, 768}, {128, 4096}, {512, 4096}, {2, 64 * 1024, 64}, {8, 784 * 64, 64, true}};
   if (name == "cnn") return cnn();
   if (name == "transformer") return transformer();
   if (name == "cache-sweep") return cache_sweep();

@@ -109,6 +109,7 @@ TEST_P(BadInput, ZeroRowsIsANoOpEvenWithNullBuffers) {
 TEST_P(BadInput, NanStaysInItsRow) {
   for (Norm n : GetParam()->norms)
     for (DType t : GetParam()->dtypes) {
+      if (n == Norm::kBatchNorm) continue;  // its NaN stays in its channel: test_batchnorm.cpp
       SCOPED_TRACE(fmt::format("{} {}", norm_name(n), dtype_name(t)));
       const Problem p{n, t, 5, 33, default_eps(n)};
       Inputs in(p, true, true);

@@ -24,7 +24,7 @@ CommandResult run(const std::string& args) {
   return run_command(fmt::format("{} {} 2>&1 >/dev/null", NORMBENCH_BIN, args));
 }
 
-constexpr std::size_t kBenchColumns = 43;
+constexpr std::size_t kBenchColumns = 44;
 
 TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   const DocumentedColumns doc = documented_columns(NORMBENCH_REPORTS_README, "Benchmark report");
@@ -94,6 +94,8 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"--variant nope", "unknown variant 'nope'"},
       {"--shape 2x0x64", "must be at least 1"},
       {"--shape 2x64x", "is missing"},
+      {"--shape 2x64x64:ncl", "the only layout suffix is ':nlc'"},
+      {"--shape 64x8:nlc", "needs the three parts"},
       {"--threads 0", "not a thread count"},
       {"--nonsense", "nonsense"},
   };

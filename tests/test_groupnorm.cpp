@@ -214,7 +214,7 @@ TEST(GroupNormBadInput, IsRejectedBeforeAnythingIsWritten) {
   expect_error(p, "only the standard form");
   Problem ln{Norm::kLayerNorm, DType::kF32, 2, 120, 1e-5};
   ln.groups = 4;
-  expect_error(ln, "groupnorm only");
+  expect_error(ln, "groupnorm and batchnorm only");
   EXPECT_EQ(parse_norm("groupnorm"), Norm::kGroupNorm);
 }
 

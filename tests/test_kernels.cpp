@@ -49,49 +49,6 @@ void PrintTo(const KernelCase& c, std::ostream* os) {
 
 class KernelMatrix : public ::testing::TestWithParam<KernelCase> {};
 
-// Checks y (dtype of p) and the per-unit statistics (rows, GroupNorm groups, BatchNorm channels)
-// against the reference with element_bound. Returns the number of violations (reports the first few).
-int check_against_reference(const Implementation& impl, const Inputs& in, const void* y, const float* mean,
-                            const float* rstd, const ReferenceResult& ref) {
-  const Problem& p = in.problem;
-  const DType pt = param_dtype(p.dtype);
-  const long double u = accumulator_unit_roundoff(impl, p.dtype);
-  const std::int64_t len = stat_cols(p);
-  int failures = 0;
-  for (std::int64_t r = 0; r < units(p); ++r) {
-    long double mean_abs = 0;
-    for (std::int64_t i = 0; i < len; ++i)
-      mean_abs += std::fabs(load_as_long_double(p.dtype, in.x.data(), unit_element(p, r, i)));
-    mean_abs /= len;
-    RowBound rb{u, static_cast<long double>(len), 0, len * u};
-    if (centres(p.norm) && ref.var[r] > 0) {
-      const long double kappa = std::sqrt(1 + ref.mean[r] * ref.mean[r] / ref.var[r]);
-      rb.a = mean_abs / std::sqrt(ref.var[r]);
-      rb.v = variance_error_bound(impl.variance_algorithm, len, kappa, u);
-    }
-    for (std::int64_t i = 0; i < len; ++i) {
-      const auto k = static_cast<std::size_t>(unit_element(p, r, i));
-      const auto param = static_cast<std::size_t>(unit_param(p, r, i));
-      const long double g = in.has_gamma ? load_as_long_double(pt, in.gamma.data(), param) : 1.0L;
-      const long double b = in.has_beta ? load_as_long_double(pt, in.beta.data(), param) : 0.0L;
-      const long double bound = element_bound(p.dtype, rb, ref.y[k], ref.y[k] - b, g, b);
-      const long double got = load_as_long_double(p.dtype, y, k);
-      if (!(std::fabs(got - ref.y[k]) <= bound) && failures++ < 5)
-        ADD_FAILURE() << fmt::format("unit {} element {}: got {:.10g}, reference {:.10g}, |err| {:.3g} > bound {:.3g}",
-                                     r, i, static_cast<double>(got), static_cast<double>(ref.y[k]),
-                                     static_cast<double>(std::fabs(got - ref.y[k])), static_cast<double>(bound));
-    }
-    // Per-unit statistics, delivered in f32: the same first-order bounds, plus f32 rounding.
-    const long double mean_bound = 2 * (len + 1) * u * mean_abs + ulp_of(DType::kF32, ref.mean[r]);
-    const long double rstd_bound = 2 * (rb.v / 2 + 6 * u) * ref.rstd[r] + ulp_of(DType::kF32, ref.rstd[r]);
-    if (!(std::fabs(mean[r] - ref.mean[r]) <= mean_bound) && failures++ < 5)
-      ADD_FAILURE() << fmt::format("unit {}: mean {} vs reference {}", r, mean[r], static_cast<double>(ref.mean[r]));
-    if (!(std::fabs(rstd[r] - ref.rstd[r]) <= rstd_bound) && failures++ < 5)
-      ADD_FAILURE() << fmt::format("unit {}: rstd {} vs reference {}", r, rstd[r], static_cast<double>(ref.rstd[r]));
-  }
-  return failures;
-}
-
 TEST_P(KernelMatrix, MatchesReferenceOnShapeGridUnalignedAndInPlace) {
   const KernelCase& c = GetParam();
   ForcedTarget forced(c.target);

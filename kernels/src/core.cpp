@@ -27,6 +27,13 @@ Norm parse_norm(std::string_view name) {
   throw Error(fmt::format("unknown norm '{}' (expected layernorm, rmsnorm, groupnorm or batchnorm)", name));
 }
 
+std::string_view layout_name(const Problem& p) {
+  if (p.norm == Norm::kGroupNorm) return "ncl";
+  if (p.norm != Norm::kBatchNorm) return "rows";
+  if (spatial_size(p) == 1) return "nc";
+  return p.batchnorm.channels_last ? "nlc" : "ncl";
+}
+
 double default_eps(Norm n) { return n == Norm::kRMSNorm ? 1e-6 : 1e-5; }
 
 std::string_view variance_algorithm_name(VarianceAlgorithm a) {

@@ -132,18 +132,19 @@ void load(const std::string& path, Report& rep) {
                             kind == Kind::kBench ? "benchmark" : "accuracy", rep.kind == Kind::kBench ? "benchmark" : "accuracy"));
   rep.kind = kind;
   if (kind == Kind::kBench) {
-    const std::array<std::string, 16> cols = {"schema_version", "norm", "implementation", "dtype", "rows", "cols",
+    const std::array<std::string, 17> cols = {"schema_version", "norm", "implementation", "dtype", "rows", "cols",
                                               "threads", "cold_cache", "time_median_ns", "rep_times_ns", "error",
-                                              "host", "cpu_model", "variant", "channels", "groups"};
-    read_rows<16>(path, cols, rep, [](const std::array<std::string, 16>& f, const std::string& p, unsigned line, Report& r) {
-      // Versions 2 and 3 only added columns: the ones read here mean the same in version 1.
+                                              "host", "cpu_model", "variant", "channels", "groups", "layout"};
+    read_rows<17>(path, cols, rep, [](const std::array<std::string, 17>& f, const std::string& p, unsigned line, Report& r) {
+      // Versions 2 to 4 only added columns: the ones read here mean the same in version 1.
       for (auto [i, name] : {std::pair<int, const char*>{0, "schema_version"}, {1, "norm"}, {2, "implementation"},
                              {8, "time_median_ns"}})
         if (f[i].empty()) throw Error(fmt::format("{}:{}: column '{}' is missing or empty", p, line, name));
-      if (f[0] != "1" && f[0] != "2") check_schema(f[0], report::kBenchSchemaVersion, p, line);
+      if (f[0] != "1" && f[0] != "2" && f[0] != "3") check_schema(f[0], report::kBenchSchemaVersion, p, line);
       if (!f[10].empty()) return;  // a case that could not run has nothing to compare
       std::string norm = f[13].empty() || f[13] == "standard" ? f[1] : f[1] + "+" + f[13];
       if (f[1] == "groupnorm") norm += fmt::format("(C={},G={})", f[14], f[15]);
+      if (f[1] == "batchnorm") norm += fmt::format("(C={},{})", f[14], f[16]);
       const std::string key = fmt::format("{}/{}/{}/{}x{}/threads:{}{}", norm, f[2], f[3], f[4], f[5], f[6],
                                           f[7] == "1" ? "/cold" : "");
       Row& row = r.rows[key];
@@ -159,19 +160,20 @@ void load(const std::string& path, Report& rep) {
       r.cpus.insert(f[12]);
     });
   } else {
-    const std::array<std::string, 17> cols = {"schema_version", "norm", "implementation", "dtype", "distribution",
+    const std::array<std::string, 18> cols = {"schema_version", "norm", "implementation", "dtype", "distribution",
                                               "kappa_target", "rows", "cols", "normwise_ulp_max", "ulp_max",
                                               "nonfinite_mismatches", "within_bound", "host", "cpu_model", "variant",
-                                              "channels", "groups"};
-    read_rows<17>(path, cols, rep, [](const std::array<std::string, 17>& f, const std::string& p, unsigned line, Report& r) {
+                                              "channels", "groups", "layout"};
+    read_rows<18>(path, cols, rep, [](const std::array<std::string, 18>& f, const std::string& p, unsigned line, Report& r) {
       // Version 2 added the variant column (absent: the standard form).
       for (auto [i, name] : {std::pair<int, const char*>{0, "schema_version"}, {1, "norm"}, {2, "implementation"},
                              {8, "normwise_ulp_max"}})
         if (f[i].empty()) throw Error(fmt::format("{}:{}: column '{}' is missing or empty", p, line, name));
-      if (f[0] != "1") check_schema(f[0], report::kAccuracySchemaVersion, p, line);
+      if (f[0] != "1" && f[0] != "2") check_schema(f[0], report::kAccuracySchemaVersion, p, line);
       const double kappa = number(f[5], p, line, "kappa_target");
       std::string norm = f[14].empty() || f[14] == "standard" ? f[1] : f[1] + "+" + f[14];
       if (f[1] == "groupnorm") norm += fmt::format("(C={},G={})", f[15], f[16]);
+      if (f[1] == "batchnorm") norm += fmt::format("(C={},{})", f[15], f[17]);
       const std::string key = fmt::format("{}/{}/{}/{}{}/{}x{}", norm, f[2], f[3], f[4],
                                           std::isnan(kappa) ? "" : fmt::format(" k={:g}", kappa), f[6], f[7]);
       Row& row = r.rows[key];

@@ -64,7 +64,7 @@ std::vector<std::string> machine_values(const MachineInfo& m) {
 std::vector<std::string> bench_columns() {
   std::vector<std::string> cols = {
       "schema_version", "name", "norm", "variant", "implementation", "family", "kernel_target", "dtype", "rows", "cols",
-      "channels", "groups",
+      "channels", "groups", "layout",
       "threads", "cold_cache", "stores", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
       "time_median_ns", "time_min_ns", "time_max_ns", "time_cv", "gbps_median", "gelems_per_s_median",
       "ceiling_gbps", "frac_of_ceiling", "nt_ceiling_gbps", "frac_of_nt_ceiling", "rep_times_ns", "error"};
@@ -75,7 +75,7 @@ std::vector<std::string> bench_columns() {
 std::vector<std::string> accuracy_columns() {
   std::vector<std::string> cols = {
       "schema_version", "norm", "variant", "implementation", "family", "kernel_target", "dtype", "distribution",
-      "kappa_target", "rows", "cols", "channels", "groups", "eps", "seed", "threads", "variance_algorithm", "accumulator", "normwise_ulp_max",
+      "kappa_target", "rows", "cols", "channels", "groups", "layout", "eps", "seed", "threads", "variance_algorithm", "accumulator", "normwise_ulp_max",
       "ulp_max", "ulp_mean", "rel_err_max", "abs_err_max", "frac_correctly_rounded", "mean_rel_err_max",
       "rstd_rel_err_max", "var_rel_err_max", "nmse", "nonfinite_mismatches", "kappa_max", "bound", "within_bound",
       "drift_normwise_ulp_max", "drift_nmse"};

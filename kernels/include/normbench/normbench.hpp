@@ -109,6 +109,10 @@ inline std::int64_t unit_element(const Problem& p, std::int64_t u, std::int64_t 
   const std::int64_t l = spatial_size(p);
   return (i / l) * p.cols + u * l + i % l;
 }
+// The layout of x in reports: "rows" (LayerNorm, RMSNorm), "ncl" (GroupNorm; BatchNorm channels
+// first), "nlc" (BatchNorm channels last) or "nc" (BatchNorm over (N, C)).
+std::string_view layout_name(const Problem& p);
+
 // Index into gamma/beta of element i of unit u: its column (LayerNorm, RMSNorm) or its channel.
 inline std::int64_t unit_param(const Problem& p, std::int64_t u, std::int64_t i) {
   if (p.norm == Norm::kBatchNorm) return u;

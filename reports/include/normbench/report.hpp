@@ -8,8 +8,10 @@
 namespace normbench::report {
 
 // Bumped whenever a column is added, removed or changes meaning (see reports/README.md).
-inline constexpr int kBenchSchemaVersion = 3;  // 2 added stores, nt_ceiling_gbps, frac_of_nt_ceiling; 3 variant
-inline constexpr int kAccuracySchemaVersion = 2;  // 2 added variant, drift_normwise_ulp_max, drift_nmse
+// bench: 2 added stores, nt_ceiling_gbps, frac_of_nt_ceiling; 3 variant; 4 layout
+inline constexpr int kBenchSchemaVersion = 4;
+// accuracy: 2 added variant, drift_normwise_ulp_max, drift_nmse; 3 layout
+inline constexpr int kAccuracySchemaVersion = 3;
 
 struct MachineInfo {
   std::string host;
