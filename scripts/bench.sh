@@ -37,13 +37,14 @@ build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads "1,$
   --norm layernorm,rmsnorm --benchmark_min_time=0.05 --hygiene-check --report "$bench_csv" "${extra[@]}"
 echo "benchmark took $(( $(date +%s) - start )) s"
 
-# GroupNorm on CNN / diffusion-UNet inputs, every implementation (about a minute).
-cnn_csv="$out/bench-groupnorm-$host-$stamp.csv"
+# GroupNorm and BatchNorm (a training step, and inference) on CNN / diffusion-UNet inputs, channels
+# first and (BatchNorm) channels last, every implementation (about two minutes).
+cnn_csv="$out/bench-cnn-$host-$stamp.csv"
 cnn_shapes=cnn
 [ "$shapes" = quick ] && cnn_shapes=quick
-echo "== benchmark: groupnorm, $cnn_shapes shapes, threads 1 and $(nproc) =="
-build/release/bench/normbench --shapes="$cnn_shapes" --norm groupnorm --dtype f32,bf16 --threads "1,$(nproc)" \
-  --variant standard --benchmark_min_time=0.05 --report "$cnn_csv" "${extra[@]}"
+echo "== benchmark: groupnorm and batchnorm, $cnn_shapes shapes, threads 1 and $(nproc) =="
+build/release/bench/normbench --shapes="$cnn_shapes" --norm groupnorm,batchnorm --dtype f32,bf16 --threads "1,$(nproc)" \
+  --variant standard,inference --benchmark_min_time=0.05 --report "$cnn_csv" "${extra[@]}"
 
 # The fused residual add + norm against the same add and norm as two calls (highway, 1 thread),
 # on the same shapes (about a minute).

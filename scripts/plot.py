@@ -82,9 +82,13 @@ def save(fig, out, name, written):
 
 
 def norm_tag(r):
-    """norm, or norm+variant for a variant other than the standard form (schema 3)."""
+    """norm, or norm+variant for a variant other than the standard form (schema 3); BatchNorm with
+    its layout (schema 4), since a channels-first and a channels-last shape share rows and cols."""
     v = r.get("variant", "")
-    return r["norm"] if v in ("", "standard") or r["norm"] == "none" else f"{r['norm']}+{v}"
+    norm = r["norm"]
+    if norm == "batchnorm" and r.get("layout"):
+        norm = f"{norm}-{r['layout']}"
+    return norm if v in ("", "standard") or r["norm"] == "none" else f"{norm}+{v}"
 
 
 def plot_residual(rows, out, written):
