@@ -106,26 +106,51 @@ void BnBlockStatsImpl(const Problem& p, const Buffers& b, std::int64_t block, do
   C* acc_mean = sq + padded;
   C* acc_m2 = acc_mean + padded;
   for (std::size_t j = 0; j < padded; j += N) hn::Store(LoadChannels(d, row(0), j, channels), d, shift + j);
-  const auto z = [&](std::int64_t pos, std::size_t j) HWY_ATTR __attribute__((always_inline)) {
-    return hn::Sub(LoadChannels(d, row(pos), j, channels), hn::Load(d, shift + j));
+  // x - c, for channels [j, j + N) at position pos.
+  const auto dev = [&](std::int64_t pos, std::size_t j, hn::Vec<decltype(d)> c) HWY_ATTR __attribute__((always_inline)) {
+    return hn::Sub(LoadChannels(d, row(pos), j, channels), c);
   };
+  // Four positions per visit of the accumulator arrays: a quarter of their loads and stores, and
+  // four independent terms per update instead of a store-to-load chain per position (interleaved
+  // A/B, 1 thread, a training step channels last: 8x3136x64 28% faster in f32 and bf16,
+  // 8x784x256 10-17%).
+  constexpr std::int64_t kPositions = 4;
   C acc_count = 0;
   for (std::int64_t c0 = begin; c0 < end; c0 += chunk) {
     const std::int64_t c1 = std::min(end, c0 + chunk);
     const C count = static_cast<C>(c1 - c0), inv_count = C(1) / count;
     for (std::size_t j = 0; j < padded; j += N) hn::Store(hn::Zero(d), d, sum + j);
-    for (std::int64_t pos = c0; pos < c1; ++pos)
-      for (std::size_t j = 0; j < padded; j += N) hn::Store(hn::Add(hn::Load(d, sum + j), z(pos, j)), d, sum + j);
+    std::int64_t pos = c0;
+    for (; pos + kPositions <= c1; pos += kPositions)
+      for (std::size_t j = 0; j < padded; j += N) {
+        const auto k = hn::Load(d, shift + j);
+        const auto z = hn::Add(hn::Add(dev(pos, j, k), dev(pos + 1, j, k)), hn::Add(dev(pos + 2, j, k), dev(pos + 3, j, k)));
+        hn::Store(hn::Add(hn::Load(d, sum + j), z), d, sum + j);
+      }
+    for (; pos < c1; ++pos)
+      for (std::size_t j = 0; j < padded; j += N)
+        hn::Store(hn::Add(hn::Load(d, sum + j), dev(pos, j, hn::Load(d, shift + j))), d, sum + j);
     for (std::size_t j = 0; j < padded; j += N) {
+      // The first-pass mean of z, the centre of the second pass.
       hn::Store(hn::Mul(hn::Load(d, sum + j), hn::Set(d, inv_count)), d, mean0 + j);
       hn::Store(hn::Zero(d), d, sum + j);
       hn::Store(hn::Zero(d), d, sq + j);
     }
-    for (std::int64_t pos = c0; pos < c1; ++pos)
+    const auto centred = [&](std::int64_t p0, std::size_t j) HWY_ATTR __attribute__((always_inline)) {
+      return hn::Sub(dev(p0, j, hn::Load(d, shift + j)), hn::Load(d, mean0 + j));
+    };
+    for (pos = c0; pos + kPositions <= c1; pos += kPositions)
       for (std::size_t j = 0; j < padded; j += N) {
-        const auto dev = hn::Sub(z(pos, j), hn::Load(d, mean0 + j));
-        hn::Store(hn::Add(hn::Load(d, sum + j), dev), d, sum + j);
-        hn::Store(hn::MulAdd(dev, dev, hn::Load(d, sq + j)), d, sq + j);
+        const auto d0 = centred(pos, j), d1 = centred(pos + 1, j), d2 = centred(pos + 2, j), d3 = centred(pos + 3, j);
+        hn::Store(hn::Add(hn::Load(d, sum + j), hn::Add(hn::Add(d0, d1), hn::Add(d2, d3))), d, sum + j);
+        hn::Store(hn::Add(hn::Load(d, sq + j), hn::MulAdd(d0, d0, hn::MulAdd(d1, d1, hn::MulAdd(d2, d2, hn::Mul(d3, d3))))),
+                  d, sq + j);
+      }
+    for (; pos < c1; ++pos)
+      for (std::size_t j = 0; j < padded; j += N) {
+        const auto dv = centred(pos, j);
+        hn::Store(hn::Add(hn::Load(d, sum + j), dv), d, sum + j);
+        hn::Store(hn::MulAdd(dv, dv, hn::Load(d, sq + j)), d, sq + j);
       }
     // mean = mean0 + c/n, M2 = S - c^2/n (the corrected two-pass), merged into the block's.
     const C total = acc_count + count;
@@ -180,17 +205,39 @@ void BnApplyPositionsImpl(const Problem& p, const Buffers& b, std::int64_t begin
   // Non-temporal stores need every vector aligned: rows a whole number of vectors, y aligned.
   const bool stream = kStream && whole == channels &&
                       reinterpret_cast<std::uintptr_t>(static_cast<T*>(b.y)) % (N * sizeof(T)) == 0;
-  for (std::int64_t pos = begin; pos < end; ++pos) {
-    const T* x = static_cast<const T*>(b.x) + pos * static_cast<std::int64_t>(channels);
-    T* y = static_cast<T*>(b.y) + pos * static_cast<std::int64_t>(channels);
+  const auto x_row = [&](std::int64_t pos) { return static_cast<const T*>(b.x) + pos * static_cast<std::int64_t>(channels); };
+  const auto y_row = [&](std::int64_t pos) { return static_cast<T*>(b.y) + pos * static_cast<std::int64_t>(channels); };
+  const auto store = [&](hn::Vec<decltype(d)> v, T* p) HWY_ATTR __attribute__((always_inline)) {
+    if (stream)
+      StoreRow<true>(d, v, p);
+    else
+      StoreRow<false>(d, v, p);
+  };
+  // Whole vectors of four positions at a time: the per-channel vectors are loaded once for four
+  // (inference 8x3136x64 channels last, bf16: 15% faster).
+  std::int64_t pos = begin;
+  for (; pos + 4 <= end; pos += 4)
+    for (std::size_t j = 0; j < whole; j += N) {
+      const auto m = hn::Load(d, mean + j), rs = hn::Load(d, rstd + j), gv = hn::Load(d, g + j), bv = hn::Load(d, bt + j);
+      for (std::int64_t q = 0; q < 4; ++q)
+        store(Normalize(LoadRow(d, x_row(pos + q) + j), m, rs, gv, bv, gamma != nullptr, beta != nullptr),
+              y_row(pos + q) + j);
+    }
+  if (whole < channels)
+    for (std::int64_t q = begin; q < pos; ++q)
+      StorePartial(d,
+                   Normalize(LoadPartial(d, x_row(q) + whole, channels - whole), hn::Load(d, mean + whole),
+                             hn::Load(d, rstd + whole), hn::Load(d, g + whole), hn::Load(d, bt + whole),
+                             gamma != nullptr, beta != nullptr),
+                   y_row(q) + whole, channels - whole);
+  for (; pos < end; ++pos) {
+    const T* x = x_row(pos);
+    T* y = y_row(pos);
     std::size_t j = 0;
     for (; j < whole; j += N) {
-      const auto v = Normalize(LoadRow(d, x + j), hn::Load(d, mean + j), hn::Load(d, rstd + j), hn::Load(d, g + j),
-                               hn::Load(d, bt + j), gamma != nullptr, beta != nullptr);
-      if (stream)
-        StoreRow<true>(d, v, y + j);
-      else
-        StoreRow<false>(d, v, y + j);
+      store(Normalize(LoadRow(d, x + j), hn::Load(d, mean + j), hn::Load(d, rstd + j), hn::Load(d, g + j),
+                      hn::Load(d, bt + j), gamma != nullptr, beta != nullptr),
+            y + j);
     }
     if (j < channels)
       StorePartial(d,
