@@ -38,19 +38,21 @@ build/release/bench/normbench --shapes="$shapes" --dtype f32,bf16 --threads "1,$
 echo "benchmark took $(( $(date +%s) - start )) s"
 
 # GroupNorm and BatchNorm (a training step, and inference) on CNN / diffusion-UNet inputs, channels
-# first and (BatchNorm) channels last, every implementation (about two minutes).
+# first and (BatchNorm) channels last; naive as the baseline, highway and threaded (about a minute).
 cnn_csv="$out/bench-cnn-$host-$stamp.csv"
 cnn_shapes=cnn
 [ "$shapes" = quick ] && cnn_shapes=quick
 echo "== benchmark: groupnorm and batchnorm, $cnn_shapes shapes, threads 1 and $(nproc) =="
 build/release/bench/normbench --shapes="$cnn_shapes" --norm groupnorm,batchnorm --dtype f32,bf16 --threads "1,$(nproc)" \
-  --variant standard,inference --benchmark_min_time=0.05 --report "$cnn_csv" "${extra[@]}"
+  --impl naive,highway,threaded --variant standard,inference --benchmark_min_time=0.05 --report "$cnn_csv" "${extra[@]}"
 
 # The fused residual add + norm against the same add and norm as two calls (highway, 1 thread),
-# on the same shapes (about a minute).
+# on prefill and decode-batch shapes of hidden 768, 4096 and 8192 (about half a minute).
 variants_csv="$out/bench-residual-$host-$stamp.csv"
-echo "== benchmark: residual add + norm, $shapes shapes, highway, 1 thread =="
-build/release/bench/normbench --shapes="$shapes" --norm layernorm,rmsnorm --dtype f32,bf16 --threads 1 \
+residual_shapes=(--shape 128x768 --shape 128x4096 --shape 2048x768 --shape 2048x4096 --shape 2048x8192)
+[ "$shapes" = quick ] && residual_shapes=(--shapes=quick)
+echo "== benchmark: residual add + norm, highway, 1 thread =="
+build/release/bench/normbench "${residual_shapes[@]}" --norm layernorm,rmsnorm --dtype f32,bf16 --threads 1 \
   --impl highway --variant residual-add,residual-add-separate \
   --benchmark_min_time=0.05 --report "$variants_csv" "${extra[@]}"
 
