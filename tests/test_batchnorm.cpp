@@ -268,7 +268,8 @@ TEST(BatchNormReference, EqualsTheLayerNormReferenceOfTheTransposedData) {
     }
 }
 
-// A NaN poisons its channel's statistics and so its whole channel, nothing else, in both layouts.
+// A NaN poisons its channel's statistics and so its whole channel and its running statistics,
+// nothing else, in both layouts.
 TEST(BatchNormBadInput, NanStaysInItsChannel) {
   for (const Implementation& impl : registry())
     for (DType t : impl.dtypes) {
@@ -281,7 +282,16 @@ TEST(BatchNormBadInput, NanStaysInItsChannel) {
         store_rounded(t, in.x.data(), static_cast<std::size_t>(unit_element(p, 2, 13)),
                       std::numeric_limits<long double>::quiet_NaN());
         Buffer y(static_cast<std::size_t>(p.rows * p.cols), dtype_size(t));
-        forward(impl, p, in.buffers(y.data()), RunConfig{2});
+        Running running(p, 3);
+        Buffers b = in.buffers(y.data());
+        b.running_mean = running.mean.data();
+        b.running_var = running.var.data();
+        forward(impl, p, b, RunConfig{2});
+        for (std::size_t c = 0; c < 5; ++c) {
+          const DType pt = param_dtype(t);
+          EXPECT_EQ(std::isnan(load_as_long_double(pt, running.mean.data(), c)), c == 2) << "running_mean " << c;
+          EXPECT_EQ(std::isnan(load_as_long_double(pt, running.var.data(), c)), c == 2) << "running_var " << c;
+        }
         for (std::int64_t c = 0; c < 5; ++c)
           for (std::int64_t i = 0; i < stat_cols(p); ++i)
             ASSERT_EQ(std::isnan(load_as_long_double(t, y.data(), static_cast<std::size_t>(unit_element(p, c, i)))),

@@ -24,7 +24,8 @@ inline void update_running_stats_typed(const Problem& p, const Buffers& b, std::
   auto* rm = static_cast<P*>(b.running_mean);
   auto* rv = static_cast<P*>(b.running_var);
   const double m = p.batchnorm.momentum;
-  const double unbiased = (m2 > 0 ? m2 : 0.0) / static_cast<double>(stat_cols(p) - 1);  // M2 may round below 0
+  // M2 may round below 0 (clamped); NaN from a NaN input stays NaN, as in torch.
+  const double unbiased = (m2 < 0 ? 0.0 : m2) / static_cast<double>(stat_cols(p) - 1);
   rm[c] = static_cast<P>(m * mean + (1 - m) * static_cast<double>(rm[c]));
   rv[c] = static_cast<P>(m * unbiased + (1 - m) * static_cast<double>(rv[c]));
 }
