@@ -57,8 +57,12 @@ inline void running_mean_rstd(const Problem& p, const Buffers& b, std::int64_t c
 // merged in block order by one function, so the result does not depend on the thread count.
 inline constexpr std::int64_t kChunksPerBlock = 8;
 
+// At least kMinChunkPositions positions per chunk, so that wide rows (BatchNorm1d over thousands
+// of features) do not pay the per-chunk merge and array set-up every few positions (interleaved
+// A/B, 1 thread, training: 256x4096 f32 28% and 2048x4096 bf16 26% faster than 8 positions).
+inline constexpr std::int64_t kMinChunkPositions = 32;
 inline std::int64_t bn_chunk_positions(const Problem& p) {
-  return std::max<std::int64_t>(1, kStatsChunk / channel_count(p));
+  return std::max<std::int64_t>(kMinChunkPositions, kStatsChunk / channel_count(p));
 }
 inline std::int64_t bn_block_positions(const Problem& p) { return bn_chunk_positions(p) * kChunksPerBlock; }
 inline std::int64_t bn_block_count(const Problem& p) {
