@@ -37,7 +37,7 @@ PreparedCase prepare(const Problem& base, std::vector<unsigned char> x, std::uin
     c.running_var.resize(c.running_mean.size());
     Problem batch = p;  // inference normalizes with the statistics a training step would have seen
     batch.batchnorm.training = true;
-    const ReferenceResult stats = p.batchnorm.training || p.rows * spatial_size(p) < 2
+    const ReferenceResult stats = p.batchnorm.training || stat_cols(p) < 2
                                       ? ReferenceResult{}
                                       : reference_forward(batch, c.inputs());
     for (std::int64_t ch = 0; ch < channel_count(p); ++ch) {

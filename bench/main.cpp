@@ -357,11 +357,11 @@ int run(int argc, char** argv) {
             if (separate && th > 1) continue;  // add_rounded is one thread
             if (preset.variant.unbiased && s.cols < 2) continue;
             if (!cli::shape_applies(n, s)) continue;  // channels last is BatchNorm's
-            if (n == Norm::kBatchNorm && !preset.batchnorm_inference &&
-                stat_cols(cli::make_problem(n, t, s, default_eps(n))) < 2)
+            const Problem shape_problem = cli::make_problem(n, t, s, default_eps(n));
+            if (n == Norm::kBatchNorm && !preset.batchnorm_inference && stat_cols(shape_problem) < 2)
               continue;  // training on one value per channel: torch raises, so do we
             const std::int64_t params = ((preset.gamma ? 1 : 0) + (preset.has_beta(n) ? 1 : 0)) *
-                                        param_count(cli::make_problem(n, t, s, default_eps(n))) *
+                                        param_count(shape_problem) *
                                         static_cast<std::int64_t>(dtype_size(param_dtype(t)));
             // residual add: read x and r, write h and y, whether fused or not.
             const std::int64_t data = preset.residual_add ? 2 * xy : xy;

@@ -184,9 +184,9 @@ bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfi
       throw Error("batchnorm: only the standard form (with or without gamma/beta) is defined");
     const double m = p.batchnorm.momentum;
     if (!(m >= 0 && m <= 1)) throw Error(fmt::format("batchnorm: momentum must be in [0, 1] (got {})", m));
-    if (p.batchnorm.training && p.rows > 0 && p.rows * spatial_size(p) < 2)
+    if (p.batchnorm.training && p.rows > 0 && stat_cols(p) < 2)
       throw Error(fmt::format("batchnorm: expected more than 1 value per channel when training (N*L = {}), "
-                              "as PyTorch says", p.rows * spatial_size(p)));
+                              "as PyTorch says", stat_cols(p)));
   } else if (p.groups != 1 || p.channels != 0) {
     throw Error(fmt::format("groups and channels apply to groupnorm and batchnorm only, not {}", norm_name(p.norm)));
   }

@@ -213,37 +213,30 @@ void BnApplyPositionsImpl(const Problem& p, const Buffers& b, std::int64_t begin
     else
       StoreRow<false>(d, v, p);
   };
-  // Whole vectors of four positions at a time: the per-channel vectors are loaded once for four
-  // (inference 8x3136x64 channels last, bf16: 15% faster).
+  // y for channels [j, j + N) of positions [pos, pos + kPositions): the per-channel vectors are
+  // loaded once for all of them (four at a time: inference 8x3136x64 channels last, bf16, 15% faster).
+  const auto whole_vector = [&](auto positions, std::int64_t pos, std::size_t j) HWY_ATTR __attribute__((always_inline)) {
+    const auto m = hn::Load(d, mean + j), rs = hn::Load(d, rstd + j), gv = hn::Load(d, g + j), bv = hn::Load(d, bt + j);
+    for (std::int64_t q = 0; q < decltype(positions)::value; ++q)
+      store(Normalize(LoadRow(d, x_row(pos + q) + j), m, rs, gv, bv, gamma != nullptr, beta != nullptr),
+            y_row(pos + q) + j);
+  };
+  const auto tail = [&](std::int64_t pos) HWY_ATTR __attribute__((always_inline)) {  // the last channels, < N
+    StorePartial(d,
+                 Normalize(LoadPartial(d, x_row(pos) + whole, channels - whole), hn::Load(d, mean + whole),
+                           hn::Load(d, rstd + whole), hn::Load(d, g + whole), hn::Load(d, bt + whole),
+                           gamma != nullptr, beta != nullptr),
+                 y_row(pos) + whole, channels - whole);
+  };
   std::int64_t pos = begin;
-  for (; pos + 4 <= end; pos += 4)
-    for (std::size_t j = 0; j < whole; j += N) {
-      const auto m = hn::Load(d, mean + j), rs = hn::Load(d, rstd + j), gv = hn::Load(d, g + j), bv = hn::Load(d, bt + j);
-      for (std::int64_t q = 0; q < 4; ++q)
-        store(Normalize(LoadRow(d, x_row(pos + q) + j), m, rs, gv, bv, gamma != nullptr, beta != nullptr),
-              y_row(pos + q) + j);
-    }
-  if (whole < channels)
-    for (std::int64_t q = begin; q < pos; ++q)
-      StorePartial(d,
-                   Normalize(LoadPartial(d, x_row(q) + whole, channels - whole), hn::Load(d, mean + whole),
-                             hn::Load(d, rstd + whole), hn::Load(d, g + whole), hn::Load(d, bt + whole),
-                             gamma != nullptr, beta != nullptr),
-                   y_row(q) + whole, channels - whole);
+  for (; pos + 4 <= end; pos += 4) {
+    for (std::size_t j = 0; j < whole; j += N) whole_vector(std::integral_constant<std::int64_t, 4>(), pos, j);
+    if (whole < channels)
+      for (std::int64_t q = 0; q < 4; ++q) tail(pos + q);
+  }
   for (; pos < end; ++pos) {
-    const T* x = x_row(pos);
-    T* y = y_row(pos);
-    std::size_t j = 0;
-    for (; j < whole; j += N) {
-      store(Normalize(LoadRow(d, x + j), hn::Load(d, mean + j), hn::Load(d, rstd + j), hn::Load(d, g + j),
-                      hn::Load(d, bt + j), gamma != nullptr, beta != nullptr),
-            y + j);
-    }
-    if (j < channels)
-      StorePartial(d,
-                   Normalize(LoadPartial(d, x + j, channels - j), hn::Load(d, mean + j), hn::Load(d, rstd + j),
-                             hn::Load(d, g + j), hn::Load(d, bt + j), gamma != nullptr, beta != nullptr),
-                   y + j, channels - j);
+    for (std::size_t j = 0; j < whole; j += N) whole_vector(std::integral_constant<std::int64_t, 1>(), pos, j);
+    if (whole < channels) tail(pos);
   }
   if (stream) hwy::FlushStream();
 }

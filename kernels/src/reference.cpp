@@ -19,6 +19,25 @@ struct CompensatedSum {
   long double value() const { return sum + comp; }
 };
 
+// Centres the values of one unit in place around their mean, kept as the unevaluated pair
+// hi + lo so that x - mean does not inherit the rounding of a large mean; returns the mean.
+long double centre(std::span<long double> values) {
+  const auto len = static_cast<long double>(values.size());
+  CompensatedSum sum;
+  for (long double v : values) sum.add(v);
+  const long double mean_hi = sum.value() / len;
+  CompensatedSum residual;
+  for (long double v : values) residual.add(v - mean_hi);
+  const long double mean_lo = residual.value() / len;
+  for (long double& v : values) v = (v - mean_hi) - mean_lo;
+  return mean_hi + mean_lo;
+}
+
+long double sum_of_squares(std::span<const long double> values) {
+  CompensatedSum squares;
+  for (long double v : values) squares.add(v * v);
+  return squares.value();
+}
 
 // BatchNorm: per channel, the same compensated two-pass over the channel's N*L values (training)
 // or the running statistics (inference); the running statistics' update in long double.
@@ -36,30 +55,21 @@ ReferenceResult batchnorm_reference(const Problem& p, const Buffers& b) {
     return static_cast<std::size_t>(unit_element(p, static_cast<std::int64_t>(c), static_cast<std::int64_t>(i)));
   };
   for (std::size_t c = 0; c < channels; ++c) {
+    for (std::size_t i = 0; i < len; ++i) centred[i] = load_as_long_double(p.dtype, b.x, at(c, i));
     long double mean = 0, var = 0;
     if (p.batchnorm.training) {
-      CompensatedSum sum;
-      for (std::size_t i = 0; i < len; ++i) sum.add(load_as_long_double(p.dtype, b.x, at(c, i)));
-      const long double mean_hi = sum.value() / len;
-      CompensatedSum residual;
-      for (std::size_t i = 0; i < len; ++i) residual.add(load_as_long_double(p.dtype, b.x, at(c, i)) - mean_hi);
-      const long double mean_lo = residual.value() / len;
-      CompensatedSum squares;
-      for (std::size_t i = 0; i < len; ++i) {
-        centred[i] = (load_as_long_double(p.dtype, b.x, at(c, i)) - mean_hi) - mean_lo;
-        squares.add(centred[i] * centred[i]);
-      }
-      mean = mean_hi + mean_lo;
-      var = squares.value() / len;
+      mean = centre(centred);
+      const long double m2 = sum_of_squares(centred);
+      var = m2 / len;
       if (b.running_mean) {
         const long double m = p.batchnorm.momentum;
         out.running_mean.push_back(m * mean + (1 - m) * load_as_long_double(pt, b.running_mean, c));
-        out.running_var.push_back(m * (squares.value() / (len - 1)) + (1 - m) * load_as_long_double(pt, b.running_var, c));
+        out.running_var.push_back(m * (m2 / (len - 1)) + (1 - m) * load_as_long_double(pt, b.running_var, c));
       }
     } else {
       mean = load_as_long_double(pt, b.running_mean, c);
       var = load_as_long_double(pt, b.running_var, c);
-      for (std::size_t i = 0; i < len; ++i) centred[i] = load_as_long_double(p.dtype, b.x, at(c, i)) - mean;
+      for (long double& v : centred) v -= mean;
     }
     const long double rstd = 1.0L / std::sqrt(std::max(var, 0.0L) + eps);
     out.mean[c] = mean;
@@ -99,20 +109,8 @@ ReferenceResult reference_forward(const Problem& p, const Buffers& b) {
       }
     for (std::size_t g = 0; g < groups; ++g) {  // one unit: a row, or a GroupNorm group
       const std::span<long double> centred(values.data() + g * len, len);
-      long double mean = 0;
-      if (centres(p.norm)) {
-        CompensatedSum sum;
-        for (long double v : centred) sum.add(v);
-        const long double mean_hi = sum.value() / len;
-        CompensatedSum residual;  // mean = mean_hi + mean_lo, kept unevaluated
-        for (long double v : centred) residual.add(v - mean_hi);
-        const long double mean_lo = residual.value() / len;
-        for (long double& v : centred) v = (v - mean_hi) - mean_lo;
-        mean = mean_hi + mean_lo;
-      }
-      CompensatedSum squares;
-      for (long double v : centred) squares.add(v * v);
-      const long double var = squares.value() / (p.variant.unbiased ? len - 1 : len);
+      const long double mean = centres(p.norm) ? centre(centred) : 0.0L;
+      const long double var = sum_of_squares(centred) / (p.variant.unbiased ? len - 1 : len);
       const long double eps = static_cast<long double>(p.eps);
       const long double rstd = p.variant.eps_outside_sqrt ? 1.0L / (std::sqrt(var) + eps) : 1.0L / std::sqrt(var + eps);
       const std::size_t u = r * groups + g;

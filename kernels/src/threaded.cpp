@@ -62,28 +62,16 @@ void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool st
   }
 }
 
-// GroupNorm with groups or spatial positions: (row, group) units split over threads, each whole.
-void group_units(const Problem& p, const Buffers& b, const RunConfig& cfg, bool stream) {
-  const std::int64_t n = units(p);
-  const std::int64_t by_size = std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread);
-  const int threads = static_cast<int>(std::min({static_cast<std::int64_t>(cfg.threads), n, by_size}));
-  if (threads <= 1) {
-    highway_group_units(p, b, 0, n, stream);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    highway_group_units(p, b, n * t / nt, n * (t + 1) / nt, stream);
-  }
-}
-
-// BatchNorm: batchnorm.hpp's driver with its ranges (channels, blocks of positions, positions)
-// cut evenly over the threads; at most one thread per kMinElementsPerThread elements.
-void batchnorm(const Problem& p, const Buffers& b, const RunConfig& cfg, bool stream) {
-  const std::int64_t by_size = std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread);
-  const int threads = static_cast<int>(std::min(static_cast<std::int64_t>(cfg.threads), by_size));
-  const auto parallel_for = [threads](std::int64_t count, const auto& fn) {
+// Runs fn(begin, end) over [0, count) cut into contiguous ranges, one per thread: at most
+// cfg.threads, at most count, and at most one per kMinElementsPerThread elements of p. With one
+// thread there is no parallel region at all: a 1-thread run costs what highway costs.
+struct SplitOverThreads {
+  int threads;
+  SplitOverThreads(const Problem& p, const RunConfig& cfg)
+      : threads(static_cast<int>(std::min(static_cast<std::int64_t>(cfg.threads),
+                                           std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread)))) {}
+  template <class Fn>
+  void operator()(std::int64_t count, const Fn& fn) const {
     const int nt = static_cast<int>(std::min<std::int64_t>(threads, count));
     if (nt <= 1) return fn(std::int64_t{0}, count);
 #pragma omp parallel num_threads(nt)
@@ -91,34 +79,26 @@ void batchnorm(const Problem& p, const Buffers& b, const RunConfig& cfg, bool st
       const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
       fn(count * t / n, count * (t + 1) / n);
     }
-  };
-  highway_batchnorm(p, b, stream, false, parallel_for);
-}
+  }
+};
 }  // namespace
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
   const std::int64_t chunks = chunk_count(p.cols);
   const bool stream = streaming_stores(p, cfg);
-  if (p.norm == Norm::kBatchNorm) return batchnorm(p, b, cfg, stream);
+  const SplitOverThreads split(p, cfg);
+  // BatchNorm: batchnorm.hpp's driver cuts channels, blocks of positions and positions.
+  if (p.norm == Norm::kBatchNorm) return highway_batchnorm(p, b, stream, false, split);
   if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) {
-    group_units(p, b, cfg, stream);
+    // GroupNorm with groups or spatial positions: (row, group) units, each whole.
+    split(units(p), [&](std::int64_t begin, std::int64_t end) { highway_group_units(p, b, begin, end, stream); });
     return;
   }
   if (cfg.threads > 1 && p.rows < cfg.threads && chunks >= 2) {
     split_long_rows(p, b, static_cast<int>(std::min<std::int64_t>(cfg.threads, chunks)), stream);
     return;
   }
-  const std::int64_t by_size = std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread);
-  const int threads = static_cast<int>(std::min({static_cast<std::int64_t>(cfg.threads), p.rows, by_size}));
-  if (threads <= 1) {  // no parallel region at all: a 1-thread run costs what highway costs
-    highway_rows(p, b, 0, p.rows, stream);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    highway_rows(p, b, p.rows * t / nt, p.rows * (t + 1) / nt, stream);
-  }
+  split(p.rows, [&](std::int64_t begin, std::int64_t end) { highway_rows(p, b, begin, end, stream); });
 }
 
 }  // namespace normbench::detail
