@@ -20,45 +20,53 @@ namespace {
 constexpr std::int64_t kMinElementsPerThread = 32 * 1024;
 
 template <class C>
-void merge_row(const Problem& p, const Buffers& b, std::int64_t r, const std::vector<double>& mean,
-               const std::vector<double>& m2, double& out_mean, double& out_rstd) {
+void merge_row(const Problem& p, const double* mean, const double* m2, std::int64_t chunks, double& out_mean,
+               double& out_rstd) {
   ChunkAccumulator<C> acc;
-  for (std::size_t k = 0; k < mean.size(); ++k) {
-    const C count = static_cast<C>(std::min(p.cols - static_cast<std::int64_t>(k) * kStatsChunk, kStatsChunk));
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    const C count = static_cast<C>(std::min(p.cols - k * kStatsChunk, kStatsChunk));
     if (centres(p.norm))
       acc.add_layernorm(count, static_cast<C>(mean[k]), static_cast<C>(m2[k]));
     else
       acc.add_rmsnorm(static_cast<C>(m2[k]));
   }
-  const C rstd = row_rstd(acc.m2, p.cols, p);
-  if (b.mean) b.mean[r] = static_cast<float>(acc.mean);
-  if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
   out_mean = acc.mean;
-  out_rstd = rstd;
+  out_rstd = row_rstd(acc.m2, p.cols, p);
 }
 
+// One parallel region for all rows. Thread t owns chunks [k_begin, k_end) of every row (cut by
+// chunk count: the chunks are equal but the last) and applies the same columns, which its own
+// cache still holds. Per row: its chunks' statistics, one barrier, then every thread merges all
+// chunks in order (the same bits everywhere, no second barrier) and applies. The chunk results
+// alternate between two buffers by row parity: a thread may start row r + 1 while another still
+// merges row r, but not row r + 2 (that needs the barrier of row r + 1).
 void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool stream) {
   const std::int64_t chunks = chunk_count(p.cols);
-  std::vector<double> mean(chunks), m2(chunks);
+  std::vector<double> stats(4 * chunks);  // [parity][mean | m2][chunk]
   Buffers b = b_in;  // with residual_add, the row of h is the input of the norm
   if (p.residual_add) b.x = b_in.h;
-  for (std::int64_t r = 0; r < p.rows; ++r) {
-    if (p.residual_add) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (std::int64_t k = 0; k < chunks; ++k)
-        highway_add_range(p, b_in, r, k * kStatsChunk, std::min(p.cols, (k + 1) * kStatsChunk));
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    const std::int64_t k_begin = chunks * t / n, k_end = chunks * (t + 1) / n;
+    const std::int64_t col_begin = k_begin * kStatsChunk, col_end = std::min(p.cols, k_end * kStatsChunk);
+    for (std::int64_t r = 0; r < p.rows; ++r) {
+      double* mean = stats.data() + (r % 2) * 2 * chunks;
+      double* m2 = mean + chunks;
+      if (p.residual_add && col_begin < col_end) highway_add_range(p, b_in, r, col_begin, col_end);
+      for (std::int64_t k = k_begin; k < k_end; ++k) highway_chunk_stats(p, b, r, k, &mean[k], &m2[k]);
+#pragma omp barrier
+      double row_mean, rstd;
+      if (p.dtype == DType::kF64)
+        merge_row<double>(p, mean, m2, chunks, row_mean, rstd);
+      else
+        merge_row<float>(p, mean, m2, chunks, row_mean, rstd);
+      if (t == 0) {
+        if (b.mean) b.mean[r] = static_cast<float>(row_mean);
+        if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
+      }
+      if (col_begin < col_end) highway_apply_range(p, b, r, col_begin, col_end, row_mean, rstd, stream);
     }
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (std::int64_t k = 0; k < chunks; ++k) highway_chunk_stats(p, b, r, k, &mean[k], &m2[k]);
-    double row_mean, rstd;
-    if (p.dtype == DType::kF64)
-      merge_row<double>(p, b, r, mean, m2, row_mean, rstd);
-    else
-      merge_row<float>(p, b, r, mean, m2, row_mean, rstd);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (std::int64_t k = 0; k < chunks; ++k)
-      highway_apply_range(p, b, r, k * kStatsChunk, std::min(p.cols, (k + 1) * kStatsChunk), row_mean, rstd,
-                          stream);
   }
 }
 
