@@ -48,17 +48,32 @@ std::int64_t physical_memory_bytes() {
   return static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
 }
 
+// Buffers start on a cache line, as PyTorch's CPU allocator (c10::alloc_cpu, 64 bytes) and
+// oneDNN place tensors; glibc's malloc gives 16 bytes, which split every 64-byte vector access.
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{64};
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, kAlign); }
+  friend bool operator==(const CacheLineAllocator&, const CacheLineAllocator&) { return true; }
+};
+using Bytes = std::vector<unsigned char, CacheLineAllocator<unsigned char>>;
+
 // Input data and outputs for one (dtype, shape); with --cold-cache, `copies` consecutive copies
 // of x and y whose total exceeds twice the last-level cache, visited in turn.
 struct Workspace {
   DType dtype;
   Shape shape;
   std::int64_t copies;
-  std::vector<unsigned char> x, y;  // copies * rows * cols elements each
-  std::vector<unsigned char> gamma, beta;
-  std::vector<unsigned char> residual, h;  // residual-add cases only, allocated on first use
-  std::vector<unsigned char> running_mean, running_var;  // BatchNorm: cols entries (>= channels), 0 and 1
-  std::vector<float> ceiling_extra;
+  Bytes x, y;  // copies * rows * cols elements each
+  Bytes gamma, beta;
+  Bytes residual, h;  // residual-add cases only, allocated on first use
+  Bytes running_mean, running_var;  // BatchNorm: cols entries (>= channels), 0 and 1
+  std::vector<float, CacheLineAllocator<float>> ceiling_extra;
   std::size_t copy_bytes() const { return static_cast<std::size_t>(shape.rows * shape.cols) * dtype_size(dtype); }
   const void* x_copy(std::int64_t k) const { return x.data() + k * copy_bytes(); }
   void* y_copy(std::int64_t k) { return y.data() + k * copy_bytes(); }
