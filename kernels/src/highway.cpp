@@ -1,11 +1,13 @@
 // highway: Google Highway SIMD with dynamic dispatch over every compiled target.
 //
-// Statistics: the corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7).
-//   pass 1: s = sum(x - x0)           -> mean0 = x0 + s/n   (shifted by the row's first value)
-//   pass 2: c = sum(x - mean0), S = sum((x - mean0)^2)
+// Statistics (BlockStats): shifted sums in one read, kept when the shift is within sigma/4 of
+// the mean, else the corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7):
+//   read 1: K = mean of the first 64 values; S1 = sum(x - K), S2 = sum((x - K)^2)
+//           mean0 = K + S1/n, M2 = S2 - S1^2/n   kept if S1^2/n <= M2/16 (worst case 1.58 n u)
+//   read 2: c = sum(x - mean0), S = sum((x - mean0)^2)
 //           mean = mean0 + c/n,  var = (S - c^2/n) / n
-// The shift makes constant rows exact (mean = x0, var = 0, so y = beta); the correction term
-// removes the first-order error of mean0. Sums use several independent vector accumulators.
+// The shift makes constant rows exact (K = x0, mean = x0, var = 0, so y = beta); the second
+// read removes the first-order error of mean0. Sums use several independent vector accumulators.
 // `highway-f64` runs the same algorithm with f64 lanes for every dtype (as gemma.cpp does).
 // bf16/f16 are widened to f32 in registers and rounded back to nearest-even by our own integer
 // code (Highway 1.0.3's bf16 demotion truncates; its non-F16C f16 paths truncate and break

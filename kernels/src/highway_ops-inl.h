@@ -1,14 +1,16 @@
 // Highway building blocks shared by the SIMD translation units (highway.cpp, highway_f64.cpp,
 // highway_batchnorm.cpp): exact loads of every storage dtype into f32/f64 lanes, correctly
-// rounded stores, the corrected two-pass reductions over R rows and the apply step.
+// rounded stores, the statistics reductions over R rows and the apply step.
 // Included once per Highway target (the -inl.h convention of hwy/foreach_target.h).
 //
-// Statistics: the corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7).
-//   pass 1: s = sum(x - x0)           -> mean0 = x0 + s/n   (shifted by the row's first value)
-//   pass 2: c = sum(x - mean0), S = sum((x - mean0)^2)
+// Statistics (BlockStats): shifted sums in one read, kept when the shift is within sigma/4 of
+// the mean, else the corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7):
+//   read 1: K = mean of the first 64 values; S1 = sum(x - K), S2 = sum((x - K)^2)
+//           mean0 = K + S1/n, M2 = S2 - S1^2/n   kept if S1^2/n <= M2/16 (worst case 1.58 n u)
+//   read 2: c = sum(x - mean0), S = sum((x - mean0)^2)
 //           mean = mean0 + c/n,  var = (S - c^2/n) / n
-// The shift makes constant rows exact (mean = x0, var = 0, so y = beta); the correction term
-// removes the first-order error of mean0. Sums use several independent vector accumulators.
+// The shift makes constant rows exact (K = x0, mean = x0, var = 0, so y = beta); the second
+// read removes the first-order error of mean0. Sums use several independent vector accumulators.
 // `highway-f64` runs the same algorithm with f64 lanes for every dtype (as gemma.cpp does).
 // bf16/f16 are widened to f32 in registers and rounded back to nearest-even by our own integer
 // code (Highway 1.0.3's bf16 demotion truncates; its non-F16C f16 paths truncate and break
@@ -24,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include <hwy/cache_control.h>
@@ -267,10 +270,11 @@ HWY_INLINE void AddRowInto(D d, const T* x, const T* r, T* h, std::size_t n) {
 // A/B, 1 thread, f32 and bf16): cache-resident rows are bound by L2 -> L1 traffic, not latency.
 constexpr std::size_t kAcc = 4;
 
-// Sum of the kAcc accumulators of a row, always in the same tree order, then across lanes.
-template <class D>
+// Sum of the A accumulators of a row (A a power of two), always in the same tree order, then
+// across lanes.
+template <std::size_t A = kAcc, class D>
 HWY_INLINE hn::TFromD<D> Total(D d, hn::Vec<D>* a) {
-  for (std::size_t width = kAcc / 2; width >= 1; width /= 2)
+  for (std::size_t width = A / 2; width >= 1; width /= 2)
     for (std::size_t k = 0; k < width; ++k) a[k] = hn::Add(a[2 * k], a[2 * k + 1]);
   return hn::GetLane(hn::SumOfLanes(d, a[0]));
 }
@@ -295,6 +299,37 @@ HWY_INLINE void ShiftedSums(D d, const T* const* x, std::size_t n, const hn::TFr
     for (std::size_t r = 0; r < R; ++r)
       a[r][1] = hn::Add(a[r][1], hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x[r] + i, n - i), k[r])));
   for (std::size_t r = 0; r < R; ++r) out[r] = Total(d, a[r]);
+}
+
+// s1_r = sum(x_r - k_r) and s2_r = sum((x_r - k_r)^2) in one read, kAcc independent accumulator
+// pairs per row (whatever R is: a row's sums never depend on how rows were grouped).
+template <std::size_t R, class D, class T>
+HWY_INLINE void ShiftedSumsAndSquares(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* shift,
+                                      hn::TFromD<D>* s1, hn::TFromD<D>* s2) {
+  constexpr std::size_t A = kAcc;
+  const std::size_t N = hn::Lanes(d);
+  hn::Vec<D> k[R], a1[R][A], a2[R][A];
+  for (std::size_t r = 0; r < R; ++r) {
+    k[r] = hn::Set(d, shift[r]);
+    for (std::size_t j = 0; j < A; ++j) a1[r][j] = a2[r][j] = hn::Zero(d);
+  }
+  const auto add = [&](std::size_t r, std::size_t j, hn::Vec<D> dev) HWY_ATTR __attribute__((always_inline)) {
+    a1[r][j] = hn::Add(a1[r][j], dev);
+    a2[r][j] = hn::MulAdd(dev, dev, a2[r][j]);
+  };
+  std::size_t i = 0;
+  for (; i + A * N <= n; i += A * N)
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t j = 0; j < A; ++j) add(r, j, hn::Sub(LoadRow(d, x[r] + i + j * N), k[r]));
+  for (; i + N <= n; i += N)
+    for (std::size_t r = 0; r < R; ++r) add(r, 0, hn::Sub(LoadRow(d, x[r] + i), k[r]));
+  if (i < n)
+    for (std::size_t r = 0; r < R; ++r)
+      add(r, 1, hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x[r] + i, n - i), k[r])));
+  for (std::size_t r = 0; r < R; ++r) {
+    s1[r] = Total<A>(d, a1[r]);
+    s2[r] = Total<A>(d, a2[r]);
+  }
 }
 
 // c_r = sum(x_r - m_r) and s_r = sum((x_r - m_r)^2), kAcc independent accumulator pairs per row.
@@ -474,20 +509,49 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   if (i < n) columns(i, n - i, false);
 }
 
-// Corrected two-pass statistics of n values in each of R rows: mean and M2 = sum (x - mean)^2
-// (may round slightly below zero; the caller clamps).
+// Values whose mean (shifted by the first value) becomes the shift of the one-read statistics:
+// for independent values the mean of 64 is within sigma/8 of the row's mean (one standard
+// error), so about 95% of such rows keep their one-read result below.
+constexpr std::size_t kShiftSample = 64;
+
+// The one-read statistics are kept when S1^2/n <= M2/16, i.e. rho = (mean - K)^2 / var <= 1/16.
+// Their first-order relative error is then at most N u (1 + rho + 2 sqrt(rho (1 + rho))) <= 1.58 N u
+// (the guarded-one-pass bound in variance_error_bound; the corrected two-pass has N u).
+constexpr double kOneReadMaxRho = 1.0 / 16;
+
+// Statistics of n values in each of R rows: mean and M2 = sum (x - mean)^2 (may round slightly
+// below zero; the caller clamps). One read where that is accurate, else the corrected two-pass:
+//   K = x0 + sum_{i<64}(x_i - x0)/64      (a constant row gives K = x0 and exact zeros below)
+//   S1 = sum(x - K), S2 = sum((x - K)^2)  (one read)
+//   mean0 = K + S1/n, M2 = S2 - S1^2/n    kept if finite and S1^2/n <= M2/16
+// else (a shift far from the mean, NaN, Inf, overflow) a second read, Chan, Golub & LeVeque's
+// corrected two-pass around mean0: c = sum(x - mean0), S = sum((x - mean0)^2),
+//   mean = mean0 + c/n, M2 = S - c^2/n.
+// Rows are decided one by one, so the result of a row never depends on the rows beside it.
 template <std::size_t R, class D, class T>
 HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2) {
   using C = hn::TFromD<D>;
   const C inv_n = C(1) / static_cast<C>(n);
-  C shift[R], sum[R], mean0[R], c[R], s[R];
-  for (std::size_t r = 0; r < R; ++r) shift[r] = static_cast<C>(widen(x[r][0]));
-  ShiftedSums<R>(d, x, n, shift, sum);
-  for (std::size_t r = 0; r < R; ++r) mean0[r] = shift[r] + sum[r] * inv_n;
-  CentredSums<R>(d, x, n, mean0, c, s);
+  const std::size_t sample = std::min(n, kShiftSample);
+  C x0[R], sample_sum[R], shift[R], s1[R], s2[R];
+  for (std::size_t r = 0; r < R; ++r) x0[r] = static_cast<C>(widen(x[r][0]));
+  ShiftedSums<R>(d, x, sample, x0, sample_sum);
+  for (std::size_t r = 0; r < R; ++r) shift[r] = x0[r] + sample_sum[r] * (C(1) / static_cast<C>(sample));
+  ShiftedSumsAndSquares<R>(d, x, n, shift, s1, s2);
   for (std::size_t r = 0; r < R; ++r) {
-    mean[r] = mean0[r] + c[r] * inv_n;
-    m2[r] = s[r] - c[r] * c[r] * inv_n;
+    const C mean0 = shift[r] + s1[r] * inv_n;
+    const C shift_term = s1[r] * s1[r] * inv_n;
+    const C one_read = s2[r] - shift_term;
+    if (one_read <= std::numeric_limits<C>::max() && shift_term <= one_read * static_cast<C>(kOneReadMaxRho)) {
+      mean[r] = mean0;
+      m2[r] = one_read;
+      continue;
+    }
+    const T* row[1] = {x[r]};
+    C c, s;
+    CentredSums<1>(d, row, n, &mean0, &c, &s);
+    mean[r] = mean0 + c * inv_n;
+    m2[r] = s - c * c * inv_n;
   }
 }
 
