@@ -76,7 +76,7 @@ HWY_EXPORT(Scale);
 HWY_EXPORT(Sum);
 
 namespace {
-constexpr std::size_t kMinFloatsPerThread = 32 * 1024;  // as the threaded kernel
+constexpr std::size_t kMinFloatsPerThread = 8 * 1024;  // as the threaded kernel
 }
 
 float stream_scale(const float* src, float* dst, std::size_t n, const float* extra, std::size_t n_extra,
