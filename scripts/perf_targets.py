@@ -26,7 +26,8 @@ def load(paths):
     for p in paths:
         with open(p, newline="") as f:
             for r in csv.DictReader(f):
-                if not r.get("error"):
+                # The targets are about the standard forms (older reports have no variant column).
+                if not r.get("error") and r.get("variant", "standard") in ("standard", ""):
                     rows[r["name"]] = r
     if not rows:
         sys.exit("perf_targets.py: no usable rows")
