@@ -270,11 +270,10 @@ HWY_INLINE void AddRowInto(D d, const T* x, const T* r, T* h, std::size_t n) {
 // A/B, 1 thread, f32 and bf16): cache-resident rows are bound by L2 -> L1 traffic, not latency.
 constexpr std::size_t kAcc = 4;
 
-// Sum of the A accumulators of a row (A a power of two), always in the same tree order, then
-// across lanes.
-template <std::size_t A = kAcc, class D>
+// Sum of the kAcc accumulators of a row, always in the same tree order, then across lanes.
+template <class D>
 HWY_INLINE hn::TFromD<D> Total(D d, hn::Vec<D>* a) {
-  for (std::size_t width = A / 2; width >= 1; width /= 2)
+  for (std::size_t width = kAcc / 2; width >= 1; width /= 2)
     for (std::size_t k = 0; k < width; ++k) a[k] = hn::Add(a[2 * k], a[2 * k + 1]);
   return hn::GetLane(hn::SumOfLanes(d, a[0]));
 }
@@ -299,37 +298,6 @@ HWY_INLINE void ShiftedSums(D d, const T* const* x, std::size_t n, const hn::TFr
     for (std::size_t r = 0; r < R; ++r)
       a[r][1] = hn::Add(a[r][1], hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x[r] + i, n - i), k[r])));
   for (std::size_t r = 0; r < R; ++r) out[r] = Total(d, a[r]);
-}
-
-// s1_r = sum(x_r - k_r) and s2_r = sum((x_r - k_r)^2) in one read, kAcc independent accumulator
-// pairs per row (whatever R is: a row's sums never depend on how rows were grouped).
-template <std::size_t R, class D, class T>
-HWY_INLINE void ShiftedSumsAndSquares(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* shift,
-                                      hn::TFromD<D>* s1, hn::TFromD<D>* s2) {
-  constexpr std::size_t A = kAcc;
-  const std::size_t N = hn::Lanes(d);
-  hn::Vec<D> k[R], a1[R][A], a2[R][A];
-  for (std::size_t r = 0; r < R; ++r) {
-    k[r] = hn::Set(d, shift[r]);
-    for (std::size_t j = 0; j < A; ++j) a1[r][j] = a2[r][j] = hn::Zero(d);
-  }
-  const auto add = [&](std::size_t r, std::size_t j, hn::Vec<D> dev) HWY_ATTR __attribute__((always_inline)) {
-    a1[r][j] = hn::Add(a1[r][j], dev);
-    a2[r][j] = hn::MulAdd(dev, dev, a2[r][j]);
-  };
-  std::size_t i = 0;
-  for (; i + A * N <= n; i += A * N)
-    for (std::size_t r = 0; r < R; ++r)
-      for (std::size_t j = 0; j < A; ++j) add(r, j, hn::Sub(LoadRow(d, x[r] + i + j * N), k[r]));
-  for (; i + N <= n; i += N)
-    for (std::size_t r = 0; r < R; ++r) add(r, 0, hn::Sub(LoadRow(d, x[r] + i), k[r]));
-  if (i < n)
-    for (std::size_t r = 0; r < R; ++r)
-      add(r, 1, hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x[r] + i, n - i), k[r])));
-  for (std::size_t r = 0; r < R; ++r) {
-    s1[r] = Total<A>(d, a1[r]);
-    s2[r] = Total<A>(d, a2[r]);
-  }
 }
 
 // c_r = sum(x_r - m_r) and s_r = sum((x_r - m_r)^2), kAcc independent accumulator pairs per row.
@@ -516,7 +484,7 @@ constexpr std::size_t kShiftSample = 64;
 
 // The one-read statistics are kept when S1^2/n <= M2/16, i.e. rho = (mean - K)^2 / var <= 1/16.
 // Their first-order relative error is then at most N u (1 + rho + 2 sqrt(rho (1 + rho))) <= 1.58 N u
-// (the guarded-one-pass bound in variance_error_bound; the corrected two-pass has N u).
+// (the corrected two-pass has N u; both stay inside the 2x allowance the tests give N u).
 constexpr double kOneReadMaxRho = 1.0 / 16;
 
 // Statistics of n values in each of R rows: mean and M2 = sum (x - mean)^2 (may round slightly
@@ -537,7 +505,7 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
   for (std::size_t r = 0; r < R; ++r) x0[r] = static_cast<C>(widen(x[r][0]));
   ShiftedSums<R>(d, x, sample, x0, sample_sum);
   for (std::size_t r = 0; r < R; ++r) shift[r] = x0[r] + sample_sum[r] * (C(1) / static_cast<C>(sample));
-  ShiftedSumsAndSquares<R>(d, x, n, shift, s1, s2);
+  CentredSums<R>(d, x, n, shift, s1, s2);  // S1 and S2: the centred sums around K
   for (std::size_t r = 0; r < R; ++r) {
     const C mean0 = shift[r] + s1[r] * inv_n;
     const C shift_term = s1[r] * s1[r] * inv_n;
