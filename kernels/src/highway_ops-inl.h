@@ -301,9 +301,11 @@ HWY_INLINE void ShiftedSums(D d, const T* const* x, std::size_t n, const hn::TFr
 }
 
 // c_r = sum(x_r - m_r) and s_r = sum((x_r - m_r)^2), kAcc independent accumulator pairs per row.
+// next_x (optional): the next R rows (R rows of n elements, contiguous), prefetched into L2 while
+// this read streams, as Apply does (see ShortRows for when).
 template <std::size_t R, class D, class T>
 HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* mean,
-                            hn::TFromD<D>* c, hn::TFromD<D>* s) {
+                            hn::TFromD<D>* c, hn::TFromD<D>* s, const T* next_x = nullptr) {
   const std::size_t N = hn::Lanes(d);
   hn::Vec<D> m[R], ca[R][kAcc], sa[R][kAcc];
   for (std::size_t r = 0; r < R; ++r) {
@@ -314,6 +316,7 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
   for (; i + kAcc * N <= n; i += kAcc * N)
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t j = 0; j < kAcc; ++j) {
+        if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
         const auto dev = hn::Sub(LoadRow(d, x[r] + i + j * N), m[r]);
         ca[r][j] = hn::Add(ca[r][j], dev);
         sa[r][j] = hn::MulAdd(dev, dev, sa[r][j]);
@@ -497,7 +500,8 @@ constexpr double kOneReadMaxRho = 1.0 / 16;
 //   mean = mean0 + c/n, M2 = S - c^2/n.
 // Rows are decided one by one, so the result of a row never depends on the rows beside it.
 template <std::size_t R, class D, class T>
-HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2) {
+HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2,
+                           const T* next_x = nullptr) {
   using C = hn::TFromD<D>;
   const C inv_n = C(1) / static_cast<C>(n);
   const std::size_t sample = std::min(n, kShiftSample);
@@ -505,7 +509,7 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
   for (std::size_t r = 0; r < R; ++r) x0[r] = static_cast<C>(widen(x[r][0]));
   ShiftedSums<R>(d, x, sample, x0, sample_sum);
   for (std::size_t r = 0; r < R; ++r) shift[r] = x0[r] + sample_sum[r] * (C(1) / static_cast<C>(sample));
-  CentredSums<R>(d, x, n, shift, s1, s2);  // S1 and S2: the centred sums around K
+  CentredSums<R>(d, x, n, shift, s1, s2, next_x);  // S1 and S2: the centred sums around K
   for (std::size_t r = 0; r < R; ++r) {
     const C mean0 = shift[r] + s1[r] * inv_n;
     const C shift_term = s1[r] * s1[r] * inv_n;
