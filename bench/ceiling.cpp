@@ -5,6 +5,8 @@
 
 #include <omp.h>
 
+#include "normbench/normbench.hpp"
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ceiling.cpp"  // this directory is on the include path
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -75,15 +77,11 @@ namespace normbench::bench {
 HWY_EXPORT(Scale);
 HWY_EXPORT(Sum);
 
-namespace {
-constexpr std::size_t kMinFloatsPerThread = 8 * 1024;  // as the threaded kernel
-}
-
 float stream_scale(const float* src, float* dst, std::size_t n, const float* extra, std::size_t n_extra,
                    int threads, bool nontemporal) {
   const auto scale = HWY_DYNAMIC_DISPATCH(Scale);
   const float extra_sum = n_extra ? HWY_DYNAMIC_DISPATCH(Sum)(extra, n_extra) : 0.0f;
-  const int t = static_cast<int>(std::min<std::size_t>(threads, std::max<std::size_t>(1, n / kMinFloatsPerThread)));
+  const int t = static_cast<int>(std::min<std::size_t>(threads, std::max<std::size_t>(1, n / static_cast<std::size_t>(kMinElementsPerThread))));
   if (t <= 1) {
     scale(src, dst, n, nontemporal);
     return extra_sum;

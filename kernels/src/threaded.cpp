@@ -15,12 +15,6 @@
 
 namespace normbench::detail {
 namespace {
-// Below this many elements per thread, waking a thread costs more than it saves. With the
-// benchmark's bounded spin a parallel region costs ~0.6 us here; 8K f32 elements are ~1.5 us of
-// L2-resident work (interleaved A/B against 32K: 85x768 RMSNorm at 2 threads 26% faster,
-// 22x768 and 43x768 unchanged).
-constexpr std::int64_t kMinElementsPerThread = 8 * 1024;
-
 template <class C>
 void merge_row(const Problem& p, const double* mean, const double* m2, std::int64_t chunks, double& out_mean,
                double& out_rstd) {
