@@ -83,6 +83,21 @@ HWY_INLINE hn::Vec<D> WidenF16(D df, const f16* HWY_RESTRICT p) {
 #endif
 }
 
+// Sums take bf16 in pairs of vectors, 2N values per load: a bf16 is the upper half of its f32,
+// so the even-indexed values are the u32 words shifted up and the odd-indexed ones the words
+// with the low half cleared (one load and two integer ops instead of two widening loads). The
+// lanes then hold the values in another order, which a sum does not care about.
+template <class D, class T>
+constexpr bool kSumsInPairs = std::is_same_v<T, bf16> && std::is_same_v<hn::TFromD<D>, float> && HWY_TARGET != HWY_SCALAR;
+
+template <class D>
+HWY_INLINE void WidenBf16EvenOdd(D df, const bf16* HWY_RESTRICT p, hn::Vec<D>& even, hn::Vec<D>& odd) {
+  const hn::RebindToUnsigned<D> du32;
+  const auto words = hn::LoadU(du32, reinterpret_cast<const std::uint32_t*>(p));
+  even = hn::BitCast(df, hn::ShiftLeft<16>(words));
+  odd = hn::BitCast(df, hn::And(words, hn::Set(du32, 0xFFFF0000u)));
+}
+
 template <class D, class T>
 HWY_INLINE hn::Vec<D> LoadRow(D d, const T* HWY_RESTRICT p) {
   using C = hn::TFromD<D>;
@@ -307,6 +322,9 @@ template <std::size_t R, class D, class T>
 HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* mean,
                             hn::TFromD<D>* c, hn::TFromD<D>* s, const T* next_x = nullptr) {
   const std::size_t N = hn::Lanes(d);
+  constexpr bool kPairs = kSumsInPairs<D, T>;
+  constexpr std::size_t kStep = kPairs ? 2 : 1;
+  static_assert(kAcc % kStep == 0);
   hn::Vec<D> m[R], ca[R][kAcc], sa[R][kAcc];
   for (std::size_t r = 0; r < R; ++r) {
     m[r] = hn::Set(d, mean[r]);
@@ -315,11 +333,18 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
   std::size_t i = 0;
   for (; i + kAcc * N <= n; i += kAcc * N)
     for (std::size_t r = 0; r < R; ++r)
-      for (std::size_t j = 0; j < kAcc; ++j) {
+      for (std::size_t j = 0; j < kAcc; j += kStep) {
         if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
-        const auto dev = hn::Sub(LoadRow(d, x[r] + i + j * N), m[r]);
-        ca[r][j] = hn::Add(ca[r][j], dev);
-        sa[r][j] = hn::MulAdd(dev, dev, sa[r][j]);
+        hn::Vec<D> v[kStep];
+        if constexpr (kPairs)
+          WidenBf16EvenOdd(d, x[r] + i + j * N, v[0], v[1]);
+        else
+          v[0] = LoadRow(d, x[r] + i + j * N);
+        for (std::size_t k = 0; k < kStep; ++k) {
+          const auto dev = hn::Sub(v[k], m[r]);
+          ca[r][j + k] = hn::Add(ca[r][j + k], dev);
+          sa[r][j + k] = hn::MulAdd(dev, dev, sa[r][j + k]);
+        }
       }
   for (; i + N <= n; i += N)
     for (std::size_t r = 0; r < R; ++r) {
@@ -343,15 +368,22 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
 template <std::size_t R, class D, class T>
 HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out) {
   const std::size_t N = hn::Lanes(d);
+  constexpr bool kPairs = kSumsInPairs<D, T>;
+  constexpr std::size_t kStep = kPairs ? 2 : 1;
+  static_assert(kAcc % kStep == 0);
   hn::Vec<D> a[R][kAcc];
   for (std::size_t r = 0; r < R; ++r)
     for (auto& v : a[r]) v = hn::Zero(d);
   std::size_t i = 0;
   for (; i + kAcc * N <= n; i += kAcc * N)
     for (std::size_t r = 0; r < R; ++r)
-      for (std::size_t j = 0; j < kAcc; ++j) {
-        const auto v = LoadRow(d, x[r] + i + j * N);
-        a[r][j] = hn::MulAdd(v, v, a[r][j]);
+      for (std::size_t j = 0; j < kAcc; j += kStep) {
+        hn::Vec<D> v[kStep];
+        if constexpr (kPairs)
+          WidenBf16EvenOdd(d, x[r] + i + j * N, v[0], v[1]);
+        else
+          v[0] = LoadRow(d, x[r] + i + j * N);
+        for (std::size_t k = 0; k < kStep; ++k) a[r][j + k] = hn::MulAdd(v[k], v[k], a[r][j + k]);
       }
   for (; i + N <= n; i += N)
     for (std::size_t r = 0; r < R; ++r) {
