@@ -114,6 +114,18 @@ HWY_INLINE hn::Vec<D> LoadRow(D d, const T* HWY_RESTRICT p) {
   }
 }
 
+// One step of a sum: kSumStep<D, T> vectors of values starting at p (see kSumsInPairs).
+template <class D, class T>
+constexpr std::size_t kSumStep = kSumsInPairs<D, T> ? 2 : 1;
+
+template <class D, class T>
+HWY_INLINE void LoadSumStep(D d, const T* HWY_RESTRICT p, hn::Vec<D>* v) {
+  if constexpr (kSumsInPairs<D, T>)
+    WidenBf16EvenOdd(d, p, v[0], v[1]);
+  else
+    v[0] = LoadRow(d, p);
+}
+
 // Loads count (< Lanes) elements; the remaining lanes are zero.
 template <class D, class T>
 HWY_INLINE hn::Vec<D> LoadPartial(D d, const T* HWY_RESTRICT p, std::size_t count) {
@@ -322,8 +334,7 @@ template <std::size_t R, class D, class T>
 HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* mean,
                             hn::TFromD<D>* c, hn::TFromD<D>* s, const T* next_x = nullptr) {
   const std::size_t N = hn::Lanes(d);
-  constexpr bool kPairs = kSumsInPairs<D, T>;
-  constexpr std::size_t kStep = kPairs ? 2 : 1;
+  constexpr std::size_t kStep = kSumStep<D, T>;
   static_assert(kAcc % kStep == 0);
   hn::Vec<D> m[R], ca[R][kAcc], sa[R][kAcc];
   for (std::size_t r = 0; r < R; ++r) {
@@ -336,10 +347,7 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
       for (std::size_t j = 0; j < kAcc; j += kStep) {
         if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
         hn::Vec<D> v[kStep];
-        if constexpr (kPairs)
-          WidenBf16EvenOdd(d, x[r] + i + j * N, v[0], v[1]);
-        else
-          v[0] = LoadRow(d, x[r] + i + j * N);
+        LoadSumStep(d, x[r] + i + j * N, v);
         for (std::size_t k = 0; k < kStep; ++k) {
           const auto dev = hn::Sub(v[k], m[r]);
           ca[r][j + k] = hn::Add(ca[r][j + k], dev);
@@ -368,8 +376,7 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
 template <std::size_t R, class D, class T>
 HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out) {
   const std::size_t N = hn::Lanes(d);
-  constexpr bool kPairs = kSumsInPairs<D, T>;
-  constexpr std::size_t kStep = kPairs ? 2 : 1;
+  constexpr std::size_t kStep = kSumStep<D, T>;
   static_assert(kAcc % kStep == 0);
   hn::Vec<D> a[R][kAcc];
   for (std::size_t r = 0; r < R; ++r)
@@ -379,10 +386,7 @@ HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t j = 0; j < kAcc; j += kStep) {
         hn::Vec<D> v[kStep];
-        if constexpr (kPairs)
-          WidenBf16EvenOdd(d, x[r] + i + j * N, v[0], v[1]);
-        else
-          v[0] = LoadRow(d, x[r] + i + j * N);
+        LoadSumStep(d, x[r] + i + j * N, v);
         for (std::size_t k = 0; k < kStep; ++k) a[r][j + k] = hn::MulAdd(v[k], v[k], a[r][j + k]);
       }
   for (; i + N <= n; i += N)
