@@ -83,12 +83,14 @@ HWY_INLINE hn::Vec<D> WidenF16(D df, const f16* HWY_RESTRICT p) {
 #endif
 }
 
-// Sums take bf16 in pairs of vectors, 2N values per load: a bf16 is the upper half of its f32,
-// so the even-indexed values are the u32 words shifted up and the odd-indexed ones the words
-// with the low half cleared (one load and two integer ops instead of two widening loads). The
-// lanes then hold the values in another order, which a sum does not care about.
+// bf16 storage with f32 compute moves in pairs of f32 vectors, one full vector of 2N bf16: Apply
+// narrows two results into one store (NarrowPairToBf16), and the sums load 2N values at once.
+// A bf16 is the upper half of its f32, so the even-indexed values are the u32 words shifted up
+// and the odd-indexed ones the words with the low half cleared (one load and two integer ops
+// instead of two widening loads). The lanes then hold the values in another order, which a sum
+// does not care about.
 template <class D, class T>
-constexpr bool kSumsInPairs = std::is_same_v<T, bf16> && std::is_same_v<hn::TFromD<D>, float> && HWY_TARGET != HWY_SCALAR;
+constexpr bool kBf16InPairs = std::is_same_v<T, bf16> && std::is_same_v<hn::TFromD<D>, float> && HWY_TARGET != HWY_SCALAR;
 
 template <class D>
 HWY_INLINE void WidenBf16EvenOdd(D df, const bf16* HWY_RESTRICT p, hn::Vec<D>& even, hn::Vec<D>& odd) {
@@ -114,13 +116,13 @@ HWY_INLINE hn::Vec<D> LoadRow(D d, const T* HWY_RESTRICT p) {
   }
 }
 
-// One step of a sum: kSumStep<D, T> vectors of values starting at p (see kSumsInPairs).
+// One step of a sum: kSumStep<D, T> vectors of values starting at p (see kBf16InPairs).
 template <class D, class T>
-constexpr std::size_t kSumStep = kSumsInPairs<D, T> ? 2 : 1;
+constexpr std::size_t kSumStep = kBf16InPairs<D, T> ? 2 : 1;
 
 template <class D, class T>
 HWY_INLINE void LoadSumStep(D d, const T* HWY_RESTRICT p, hn::Vec<D>* v) {
-  if constexpr (kSumsInPairs<D, T>)
+  if constexpr (kBf16InPairs<D, T>)
     WidenBf16EvenOdd(d, p, v[0], v[1]);
   else
     v[0] = LoadRow(d, p);
@@ -483,7 +485,7 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   // bf16 out of f32: two vectors narrowed into one full vector of 2N bf16 (ConcatOdd of the
   // rounded words) instead of two half-width demotions, which cost as much as the rest of the
   // apply step (interleaved A/B below).
-  constexpr bool kPairs = std::is_same_v<T, bf16> && std::is_same_v<hn::TFromD<D>, float> && HWY_TARGET != HWY_SCALAR;
+  constexpr bool kPairs = kBf16InPairs<D, T>;
   const std::size_t step = kPairs ? 2 * N : N;
   const auto step_columns = [&](std::size_t i) HWY_ATTR __attribute__((always_inline)) {
     if constexpr (kPairs) {
