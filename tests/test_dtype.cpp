@@ -104,38 +104,47 @@ TEST(F16, ScalarRoundsHalfwayPointsToEven) {
 TEST(SimdConversions, RoundToNearestEvenAndWidenExactlyOnEveryTarget) {
   const std::vector<float> bf_probes = bf16_halfway_probes();
   const std::vector<float> f16_probes = f16_halfway_probes();
-  for (std::int64_t target : simd_targets()) {
-    ForcedTarget forced(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    std::vector<bf16> bf(bf_probes.size());
-    simd_store_rounded(DType::kBF16, bf_probes.data(), bf.data(), bf_probes.size());
-    for (std::size_t i = 0; i < bf_probes.size(); ++i)
-      ASSERT_EQ(bf[i].bits, expected_bf16(bf_probes[i])) << fmt::format("{:#010x}", f32_bits(bf_probes[i]));
-    std::vector<f16> h(f16_probes.size());
-    simd_store_rounded(DType::kF16, f16_probes.data(), h.data(), f16_probes.size());
-    for (std::size_t i = 0; i < f16_probes.size(); ++i)
-      ASSERT_EQ(h[i].bits, oracle_f32_to_f16(f16_probes[i])) << fmt::format("{:.10g}", f16_probes[i]);
-    const float specials[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                              std::numeric_limits<float>::quiet_NaN(), 1e30f, -0.0f};
-    std::vector<f16> hs(std::size(specials));
-    std::vector<bf16> bs(std::size(specials));
-    simd_store_rounded(DType::kF16, specials, hs.data(), hs.size());
-    simd_store_rounded(DType::kBF16, specials, bs.data(), bs.size());
-    for (std::size_t i = 0; i < std::size(specials); ++i) {
-      EXPECT_TRUE(same_value(to_f32(hs[i]), to_f32(f16_from_f32(specials[i])))) << i;
-      EXPECT_TRUE(same_value(to_f32(bs[i]), to_f32(bf16_from_f32(specials[i])))) << i;
+  for (std::int64_t target : simd_targets())
+    for (bool hardware_bf16 : bf16_rounding_settings()) {
+      ForcedTarget forced(target);
+      HardwareBf16Rounding rounding(hardware_bf16);
+      SCOPED_TRACE(fmt::format("{}, AVX512-BF16 rounding {}", hwy::TargetName(target),
+                               hardware_bf16 ? "allowed" : "off"));
+      std::vector<bf16> bf(bf_probes.size());
+      simd_store_rounded(DType::kBF16, bf_probes.data(), bf.data(), bf_probes.size());
+      for (std::size_t i = 0; i < bf_probes.size(); ++i)
+        ASSERT_EQ(bf[i].bits, expected_bf16(bf_probes[i])) << fmt::format("{:#010x}", f32_bits(bf_probes[i]));
+      std::vector<f16> h(f16_probes.size());
+      simd_store_rounded(DType::kF16, f16_probes.data(), h.data(), f16_probes.size());
+      for (std::size_t i = 0; i < f16_probes.size(); ++i)
+        ASSERT_EQ(h[i].bits, oracle_f32_to_f16(f16_probes[i])) << fmt::format("{:.10g}", f16_probes[i]);
+      // Special values, repeated to fill whole vector pairs (the rounding of whole vectors).
+      const float special_values[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                                      f32_from_bits(0x7F800001u), f32_from_bits(0xFFC12345u),
+                                      std::numeric_limits<float>::max(), 1e30f, -0.0f};
+      std::vector<float> specials;
+      for (int k = 0; k < 16; ++k)
+        specials.insert(specials.end(), std::begin(special_values), std::end(special_values));
+      std::vector<f16> hs(std::size(specials));
+      std::vector<bf16> bs(std::size(specials));
+      simd_store_rounded(DType::kF16, specials.data(), hs.data(), hs.size());
+      simd_store_rounded(DType::kBF16, specials.data(), bs.data(), bs.size());
+      for (std::size_t i = 0; i < std::size(specials); ++i) {
+        EXPECT_TRUE(same_value(to_f32(hs[i]), to_f32(f16_from_f32(specials[i])))) << i;
+        EXPECT_EQ(bs[i].bits, bf16_from_f32(specials[i]).bits) << i;  // NaN: sign and payload kept, quieted
+      }
+      // Widening every pattern.
+      std::vector<std::uint16_t> all(0x10000);
+      for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+      std::vector<float> wide(all.size());
+      simd_load_widened(DType::kF16, all.data(), wide.data(), all.size());
+      for (std::uint32_t i = 0; i < all.size(); ++i)
+        ASSERT_TRUE(same_value(wide[i], oracle_f16_to_f32(all[i]))) << "f16 pattern " << i;
+      simd_load_widened(DType::kBF16, all.data(), wide.data(), all.size());
+      for (std::uint32_t i = 0; i < all.size(); ++i)
+        ASSERT_TRUE(same_value(wide[i], to_f32(bf16{all[i]}))) << "bf16 pattern " << i;
     }
-    // Widening every pattern.
-    std::vector<std::uint16_t> all(0x10000);
-    for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
-    std::vector<float> wide(all.size());
-    simd_load_widened(DType::kF16, all.data(), wide.data(), all.size());
-    for (std::uint32_t i = 0; i < all.size(); ++i)
-      ASSERT_TRUE(same_value(wide[i], oracle_f16_to_f32(all[i]))) << "f16 pattern " << i;
-    simd_load_widened(DType::kBF16, all.data(), wide.data(), all.size());
-    for (std::uint32_t i = 0; i < all.size(); ++i)
-      ASSERT_TRUE(same_value(wide[i], to_f32(bf16{all[i]}))) << "bf16 pattern " << i;
-  }
 }
 
 TEST(RoundToDtype, SingleRoundingFromLongDouble) {

@@ -96,5 +96,54 @@ TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
   }
 }
 
+// AVX512-BF16's rounding (where the CPU has it) must give the integer rounding's bits, including
+// where it has to hand a vector back: subnormal results (columns with gamma ~1e-39 and no beta),
+// results that overflow to Inf (gamma and beta 3e38), and NaN rows.
+TEST(HighwayPaths, HardwareBf16RoundingEqualsIntegerRoundingBitwise) {
+  if (!hardware_bf16_rounding_available()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (const char* name : {"highway", "threaded"}) {
+      const Implementation& impl = find_implementation(name);
+      for (Norm n : row_norms())
+        for (auto [rows, cols] : kShapes) {
+          SCOPED_TRACE(fmt::format("{} {} {} {}x{}", hwy::TargetName(target), name, norm_name(n), rows, cols));
+          const Problem p{n, DType::kBF16, rows, cols, default_eps(n)};
+          Inputs in(p, true, true);
+          fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 7));
+          const DType pt = param_dtype(p.dtype);
+          for (std::int64_t c = 0; c < cols; ++c)
+            if (c % 8 == 3) {
+              store_rounded(pt, in.gamma.data(), static_cast<std::size_t>(c), 1e-39 * (1 + c % 5));
+              store_rounded(pt, in.beta.data(), static_cast<std::size_t>(c), 0.0);
+            } else if (c % 8 >= 6) {  // beyond the largest bf16 for z > 0 (column 6) or z < 0 (column 7)
+              store_rounded(pt, in.gamma.data(), static_cast<std::size_t>(c), 3e38);
+              store_rounded(pt, in.beta.data(), static_cast<std::size_t>(c), c % 8 == 6 ? 3e38 : -3e38);
+            }
+          if (rows > 2) store_rounded(p.dtype, in.x.data(), static_cast<std::size_t>(cols + 1), std::nan(""));
+          const auto count = static_cast<std::size_t>(rows * cols);
+          Buffer integer(count, dtype_size(p.dtype)), hardware(count, dtype_size(p.dtype));
+          {
+            HardwareBf16Rounding off(false);
+            forward(impl, p, in.buffers(integer.data()));
+          }
+          {
+            HardwareBf16Rounding on(true);
+            forward(impl, p, in.buffers(hardware.data()));
+          }
+          ASSERT_EQ(0, std::memcmp(integer.data(), hardware.data(), integer.size_bytes()));
+          std::size_t subnormal = 0, infinite = 0;
+          for (std::size_t i = 0; i < count; ++i) {
+            const float v = to_f32(static_cast<const bf16*>(integer.data())[i]);
+            subnormal += std::fpclassify(v) == FP_SUBNORMAL;
+            infinite += std::isinf(v);
+          }
+          EXPECT_GT(subnormal, 0u);  // the inputs reach the cases the instruction cannot round
+          EXPECT_GT(infinite, 0u);
+        }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace normbench::testing

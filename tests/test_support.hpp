@@ -14,6 +14,7 @@
 
 #include "normbench/normbench.hpp"
 #include "normbench/reference.hpp"
+#include "normbench/simd_convert.hpp"
 
 namespace normbench {
 // Readable parameter names in ctest's listing.
@@ -153,6 +154,21 @@ struct ForcedTarget {
   ForcedTarget(const ForcedTarget&) = delete;
   ForcedTarget& operator=(const ForcedTarget&) = delete;
 };
+
+// Allows or forbids AVX512-BF16 rounding in the highway kernels for a scope, then restores it.
+struct HardwareBf16Rounding {
+  explicit HardwareBf16Rounding(bool allowed) : previous(set_hardware_bf16_rounding(allowed)) {}
+  ~HardwareBf16Rounding() { set_hardware_bf16_rounding(previous); }
+  HardwareBf16Rounding(const HardwareBf16Rounding&) = delete;
+  HardwareBf16Rounding& operator=(const HardwareBf16Rounding&) = delete;
+  bool previous;
+};
+
+// The settings of HardwareBf16Rounding this CPU can tell apart: both where it has AVX512-BF16.
+inline std::vector<bool> bf16_rounding_settings() {
+  if (hardware_bf16_rounding_available()) return {false, true};
+  return {false};
+}
 
 // Targets a SIMD family runs on in these tests: every compiled target this CPU supports.
 inline std::vector<std::int64_t> simd_targets() { return hwy::SupportedAndGeneratedTargets(); }

@@ -20,6 +20,8 @@ void highway_rows(const Problem& p, const Buffers& b, std::int64_t row_begin, st
 void highway_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 void highway_f64_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 std::string highway_target();
+// The CPU has AVX512-BF16 and set_hardware_bf16_rounding allows it (the AVX-512 targets check it).
+bool use_hardware_bf16_rounding();
 // One chunk (chunked_stats.hpp) of one row, with the highway kernel's arithmetic: statistics
 // (LayerNorm mean and M2, RMSNorm sum of squares in m2) and the apply step over [begin, end).
 void highway_chunk_stats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t chunk, double* mean,

@@ -13,6 +13,7 @@
 // code (Highway 1.0.3's bf16 demotion truncates; its non-F16C f16 paths truncate and break
 // Inf/NaN), with hardware F16C used on AVX2 and AVX-512 targets.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -74,13 +75,16 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
     m = RoundScalarToStorage<T>(m);
     r = RoundScalarToStorage<T>(r);
   }
-  if (opt.one_plus_gamma || opt.storage) {
-    if (stream) Apply<true, 1, true>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
-    else Apply<false, 1, true>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
-  } else {
-    if (stream) Apply<true, 1>(d, xs, ys, n, &m, &r, gamma, beta, none);
-    else Apply<false, 1>(d, xs, ys, n, &m, &r, gamma, beta, none);
-  }
+  WithBf16Rounding<T, C>([&](auto hw_bf16) HWY_ATTR {
+    constexpr bool kHw = decltype(hw_bf16)::value;
+    if (opt.one_plus_gamma || opt.storage) {
+      if (stream) Apply<true, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
+      else Apply<false, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
+    } else {
+      if (stream) Apply<true, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none);
+      else Apply<false, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none);
+    }
+  });
   if (stream) hwy::FlushStream();
 }
 
@@ -88,10 +92,13 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
 template <class T>
 void GroupUnitsOf(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end, bool stream) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  if (stream)
-    GroupUnitsImpl<true, T, C>(p, b, u_begin, u_end);
-  else
-    GroupUnitsImpl<false, T, C>(p, b, u_begin, u_end);
+  WithBf16Rounding<T, C>([&](auto hw_bf16) HWY_ATTR {
+    constexpr bool kHw = decltype(hw_bf16)::value;
+    if (stream)
+      GroupUnitsImpl<true, kHw, T, C>(p, b, u_begin, u_end);
+    else
+      GroupUnitsImpl<false, kHw, T, C>(p, b, u_begin, u_end);
+  });
 }
 
 void GroupUnits(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end, bool stream) {
@@ -143,11 +150,14 @@ void ApplyRange(const Problem& p, const Buffers& b, std::int64_t row, std::int64
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
-template <class T>
+template <class T, bool kHwBf16 = false>
 void ConvertTyped(const float* in_f32, T* out_t, const T* in_t, float* out_f32, std::size_t n) {
   const hn::ScalableTag<float> d;
   const std::size_t N = hn::Lanes(d);
   std::size_t i = 0;
+  if constexpr (kBf16InPairs<decltype(d), T>)  // rounded in pairs of vectors, as Apply stores bf16
+    for (; out_t && i + 2 * N <= n; i += 2 * N)
+      NarrowPairToBf16<false, kHwBf16>(d, hn::LoadU(d, in_f32 + i), hn::LoadU(d, in_f32 + i + N), out_t + i);
   for (; i + N <= n; i += N) {
     if (out_t) StoreRow(d, hn::LoadU(d, in_f32 + i), out_t + i);
     if (out_f32) hn::StoreU(LoadRow(d, in_t + i), d, out_f32 + i);
@@ -164,7 +174,10 @@ void Convert(DType t, const float* in_f32, void* out_t, const void* in_t, float*
     case DType::kF32:
       return ConvertTyped(in_f32, static_cast<float*>(out_t), static_cast<const float*>(in_t), out_f32, n);
     case DType::kBF16:
-      return ConvertTyped(in_f32, static_cast<bf16*>(out_t), static_cast<const bf16*>(in_t), out_f32, n);
+      return WithBf16Rounding<bf16, float>([&](auto hw_bf16) HWY_ATTR {
+        ConvertTyped<bf16, decltype(hw_bf16)::value>(in_f32, static_cast<bf16*>(out_t), static_cast<const bf16*>(in_t),
+                                                     out_f32, n);
+      });
     case DType::kF16:
       return ConvertTyped(in_f32, static_cast<f16*>(out_t), static_cast<const f16*>(in_t), out_f32, n);
     case DType::kF64: return;
@@ -236,6 +249,26 @@ void highway_apply_range(const Problem& p, const Buffers& b, std::int64_t row, s
   HWY_DYNAMIC_DISPATCH(ApplyRange)(p, b, row, begin, end, mean, rstd, stream);
 }
 std::string highway_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+namespace {
+std::atomic<bool> g_hardware_bf16_allowed{true};
+}  // namespace
+bool use_hardware_bf16_rounding() {
+  return g_hardware_bf16_allowed.load(std::memory_order_relaxed) && hardware_bf16_rounding_available();
+}
 }  // namespace detail
+
+bool hardware_bf16_rounding_available() {
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+  static const bool available = [] {
+    __builtin_cpu_init();  // in case this runs before the CPU model's own initialisation
+    return __builtin_cpu_supports("avx512bf16") != 0;
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+bool set_hardware_bf16_rounding(bool allowed) { return detail::g_hardware_bf16_allowed.exchange(allowed); }
 }  // namespace normbench
 #endif

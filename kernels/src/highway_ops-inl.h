@@ -14,7 +14,8 @@
 // `highway-f64` runs the same algorithm with f64 lanes for every dtype (as gemma.cpp does).
 // bf16/f16 are widened to f32 in registers and rounded back to nearest-even by our own integer
 // code (Highway 1.0.3's bf16 demotion truncates; its non-F16C f16 paths truncate and break
-// Inf/NaN), with hardware F16C used on AVX2 and AVX-512 targets.
+// Inf/NaN), with hardware F16C used on AVX2 and AVX-512 targets, and AVX512-BF16's conversion
+// on AVX-512 targets where the CPU has it (NarrowPairToBf16).
 #if defined(NORMBENCH_HIGHWAY_OPS_INL_H_) == defined(HWY_TARGET_TOGGLE)  // once per Highway target
 #ifdef NORMBENCH_HIGHWAY_OPS_INL_H_
 #undef NORMBENCH_HIGHWAY_OPS_INL_H_
@@ -33,6 +34,7 @@
 #include <hwy/highway.h>
 
 #include "chunked_stats.hpp"
+#include "families.hpp"
 #include "normbench/normbench.hpp"
 #include "normbench/simd_convert.hpp"
 
@@ -46,6 +48,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 #define NORMBENCH_HW_F16 1  // AVX2 and AVX-512 targets include F16C
 #else
 #define NORMBENCH_HW_F16 0
+#endif
+
+#undef NORMBENCH_HW_BF16
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#define NORMBENCH_HW_BF16 1  // code for AVX512-BF16, run only where detail::use_hardware_bf16_rounding()
+#else
+#define NORMBENCH_HW_BF16 0
 #endif
 
 constexpr std::size_t kMaxVectorBytes = 64;
@@ -157,7 +166,9 @@ HWY_INLINE void NarrowToBf16(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
   const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
   const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
   const auto quiet_nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
-  const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::Ne(v, v)), quiet_nan, rounded);
+  // IsNaN, not v != v: Highway 1.0.3's != compares ordered on AVX2/AVX-512 (false for NaN), which
+  // had turned NaNs whose payload lies in the low 16 bits into Inf.
+  const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
   (void)df;
   Put<kStream>(du16, hn::DemoteTo(du16, hn::BitCast(di32, out)), reinterpret_cast<std::uint16_t*>(p));
 }
@@ -165,7 +176,12 @@ HWY_INLINE void NarrowToBf16(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
 // Elements [0, N) in lo and [N, 2N) in hi to 2N bf16, rounded to nearest even, in one store of
 // a full u16 vector: the rounded words keep the result in their upper halves, which ConcatOdd
 // gathers in order. NaN stays NaN (quiet bit set), as in NarrowToBf16.
-template <bool kStream, class D>
+// kHwBf16 (AVX-512 targets, only where the CPU has AVX512-BF16): one VCVTNE2PS2BF16 instead, which
+// rounds the same way (nearest even, NaN quieted with its sign and upper payload) except that it
+// flushes subnormal inputs to zero, so vectors holding a subnormal take the integer path. Emitted
+// by inline asm: Highway 1.0.3 has no target that enables the extension. Interleaved A/B, bf16,
+// 1 thread: LayerNorm 17-30% and RMSNorm 15-33% faster (128x768 to 87381x768).
+template <bool kStream, bool kHwBf16 = false, class D>
 HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_RESTRICT p) {
 #if HWY_TARGET == HWY_SCALAR  // no ConcatOdd; Apply does not pair there
   NarrowToBf16<kStream>(df, lo, p);
@@ -173,16 +189,41 @@ HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_R
 #else
   const hn::RebindToUnsigned<D> du32;
   const hn::Repartition<std::uint16_t, D> du16;
+#if NORMBENCH_HW_BF16
+  if constexpr (kHwBf16 && hn::MaxLanes(D()) == 16) {
+    constexpr int kDenormal = 0x20;  // VFPCLASSPS category
+    if (HWY_LIKELY((_mm512_fpclass_ps_mask(lo.raw, kDenormal) | _mm512_fpclass_ps_mask(hi.raw, kDenormal)) == 0)) {
+      __m512i words;
+      asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(words) : "v"(hi.raw), "v"(lo.raw));  // lo -> words [0, 16)
+      Put<kStream>(du16, hn::Vec<decltype(du16)>{words}, reinterpret_cast<std::uint16_t*>(p));
+      return;
+    }
+  }
+#else
+  static_assert(!kHwBf16, "AVX512-BF16 rounding exists on the AVX-512 targets only");
+#endif
   const auto rounded_words = [&](hn::Vec<D> v) HWY_ATTR __attribute__((always_inline)) {
     const auto u = hn::BitCast(du32, v);
     const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
     const auto rounded = hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb);
     const auto quiet_nan = hn::Or(u, hn::Set(du32, 0x00400000u));
-    return hn::BitCast(du16, hn::IfThenElse(hn::RebindMask(du32, hn::Ne(v, v)), quiet_nan, rounded));
+    return hn::BitCast(du16, hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded));
   };
   (void)df;
   Put<kStream>(du16, hn::ConcatOdd(du16, rounded_words(hi), rounded_words(lo)), reinterpret_cast<std::uint16_t*>(p));
 #endif
+}
+
+// Calls f(std::true_type()) where bf16 results of f32 compute may be rounded by AVX512-BF16 (the
+// AVX-512 targets, on a CPU that has it, unless set_hardware_bf16_rounding turned it off), else
+// f(std::false_type()): the kHwBf16 argument of Apply and NarrowPairToBf16.
+template <class T, class C, class F>
+HWY_INLINE void WithBf16Rounding(F&& f) {
+#if NORMBENCH_HW_BF16
+  if constexpr (std::is_same_v<T, bf16> && std::is_same_v<C, float>)
+    if (detail::use_hardware_bf16_rounding()) return f(std::true_type());
+#endif
+  f(std::false_type());
 }
 
 template <bool kStream = false, class D>
@@ -426,7 +467,9 @@ HWY_INLINE V Normalize(V xv, V mean, V rstd, V gamma, V beta, bool has_gamma, bo
 // rstd arrive already rounded).
 // kBroadcast: gamma and beta point at one value each, applied to all n elements (GroupNorm's
 // per-channel parameters over a channel's spatial positions).
-template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = false, class D, class T, class P>
+// kHwBf16: bf16 results rounded by AVX512-BF16 (see NarrowPairToBf16 and WithBf16Rounding).
+template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = false, bool kHwBf16 = false, class D,
+          class T, class P>
 HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
                       const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
                       const T* next_x, ApplyOptions opt = {}) {
@@ -492,7 +535,7 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
       const auto g0 = prep_gamma(param(gamma, i, N)), g1 = prep_gamma(param(gamma, i + N, N));
       const auto b0 = prep_beta(param(beta, i, N)), b1 = prep_beta(param(beta, i + N, N));
       for (std::size_t r = 0; r < R; ++r)
-        NarrowPairToBf16<kStream>(d, value(LoadRow(d, x[r] + i), g0, b0, r),
+        NarrowPairToBf16<kStream, kHwBf16>(d, value(LoadRow(d, x[r] + i), g0, b0, r),
                                   value(LoadRow(d, x[r] + i + N), g1, b1, r), y[r] + i);
     } else {
       columns(i, N, true);

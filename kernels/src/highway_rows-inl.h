@@ -32,7 +32,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 constexpr std::size_t kPrefetchInStatsBytes = 16 * 1024;
 
 // R whole rows of at most one chunk each, starting at row r.
-template <std::size_t R, bool kStream, bool kVariant, class T, class C, class P>
+template <std::size_t R, bool kStream, bool kVariant, bool kHwBf16, class T, class C, class P>
 HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, const P* gamma, const P* beta,
                           const T* next_x) {
   const hn::ScalableTag<C> d;
@@ -58,14 +58,14 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
       rstd[k] = RoundScalarToStorage<T>(rstd[k]);
     }
   }
-  Apply<kStream, R, kVariant>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
+  Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
 }
 
 // GroupNorm units [u_begin, u_end) (unit u = row u / groups, group u % groups), each over its
 // contiguous (C/groups)*HW elements: statistics as for a LayerNorm row (chunked beyond one chunk,
 // merged in order), then per channel the apply step with that channel's gamma/beta broadcast.
 // Every unit is computed whole by one call, so `threaded` splitting units is bitwise equal.
-template <bool kStream, class T, class C>
+template <bool kStream, bool kHwBf16, class T, class C>
 void GroupUnitsImpl(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end) {
   using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const hn::ScalableTag<C> d;
@@ -95,13 +95,13 @@ void GroupUnitsImpl(const Problem& p, const Buffers& b, std::int64_t u_begin, st
     if (hw == 1) {  // per-element parameters: the row form
       const T* xs[1] = {x};
       T* ys[1] = {y};
-      Apply<kStream, 1>(d, xs, ys, static_cast<std::size_t>(len), &mean, &rstd, g, bt, next_x);
+      Apply<kStream, 1, false, false, kHwBf16>(d, xs, ys, static_cast<std::size_t>(len), &mean, &rstd, g, bt, next_x);
       continue;
     }
     for (std::int64_t c = 0; c < per_group; ++c) {
       const T* xs[1] = {x + c * hw};
       T* ys[1] = {y + c * hw};
-      Apply<kStream, 1, false, true>(d, xs, ys, static_cast<std::size_t>(hw), &mean, &rstd, g ? g + c : nullptr,
+      Apply<kStream, 1, false, true, kHwBf16>(d, xs, ys, static_cast<std::size_t>(hw), &mean, &rstd, g ? g + c : nullptr,
                                      bt ? bt + c : nullptr, c + 1 == per_group ? next_x : nullptr);
     }
   }
@@ -113,11 +113,11 @@ constexpr std::size_t kRowsAtOnce = 2;
 
 // T: storage type; C: compute type (f32, or f64 for f64 data and for the accuracy-first variant).
 // residual_add: each row (or pair of rows) of h = x + r is written first and normalized while it
-// is still in L1; `in` is then b with x = h.
-template <bool kStream, bool kVariant, class T, class C>
+// is still in L1; `in` is then b with x = h. kHwBf16: see WithBf16Rounding.
+template <bool kStream, bool kVariant, bool kHwBf16, class T, class C>
 void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end) {
   if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) {  // else a LayerNorm row
-    GroupUnitsImpl<kStream, T, C>(p, b, row_begin * group_count(p), row_end * group_count(p));
+    GroupUnitsImpl<kStream, kHwBf16, T, C>(p, b, row_begin * group_count(p), row_end * group_count(p));
     return;
   }
   using P = std::conditional_t<std::is_same_v<T, double>, double, float>;  // gamma/beta
@@ -144,11 +144,11 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     if (same_alignment && detail::interleave_short_rows(p, row_end - row_begin))
       for (; r + R <= row_end; r += R) {
         add_rows(r, R);
-        ShortRows<kRowsAtOnce, kStream, kVariant, T, C>(p, in, r, gamma, beta, r + R < row_end ? row_x(r + R) : nullptr);
+        ShortRows<kRowsAtOnce, kStream, kVariant, kHwBf16, T, C>(p, in, r, gamma, beta, r + R < row_end ? row_x(r + R) : nullptr);
       }
     for (; r < row_end; ++r) {
       add_rows(r, 1);
-      ShortRows<1, kStream, kVariant, T, C>(p, in, r, gamma, beta, r + 1 < row_end ? row_x(r + 1) : nullptr);
+      ShortRows<1, kStream, kVariant, kHwBf16, T, C>(p, in, r, gamma, beta, r + 1 < row_end ? row_x(r + 1) : nullptr);
     }
   } else {  // long rows: fixed chunks merged in order, exactly as `threaded` does in parallel
     const auto row_in = [&](std::int64_t r) { return static_cast<const T*>(in.x) + r * p.cols; };
@@ -173,7 +173,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       }
       const T* x[1] = {row_in(r)};
       T* y[1] = {static_cast<T*>(b.y) + r * p.cols};
-      Apply<kStream, 1, kVariant>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
+      Apply<kStream, 1, kVariant, false, kHwBf16>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
                                   r + 1 < row_end ? row_x(r + 1) : nullptr, ApplyOptionsOf(p));
     }
   }
@@ -184,14 +184,17 @@ template <class T, class C>
 void ForwardRowsTyped(const Problem& p, const Buffers& b, std::int64_t row_begin, std::int64_t row_end,
                       bool stream) {
   const bool variant = p.variant.one_plus_gamma || p.variant.storage_compute;
-  if (stream && variant)
-    ForwardRowsImpl<true, true, T, C>(p, b, row_begin, row_end);
-  else if (stream)
-    ForwardRowsImpl<true, false, T, C>(p, b, row_begin, row_end);
-  else if (variant)
-    ForwardRowsImpl<false, true, T, C>(p, b, row_begin, row_end);
-  else
-    ForwardRowsImpl<false, false, T, C>(p, b, row_begin, row_end);
+  WithBf16Rounding<T, C>([&](auto hw_bf16) HWY_ATTR {
+    constexpr bool kHw = decltype(hw_bf16)::value;
+    if (stream && variant)
+      ForwardRowsImpl<true, true, kHw, T, C>(p, b, row_begin, row_end);
+    else if (stream)
+      ForwardRowsImpl<true, false, kHw, T, C>(p, b, row_begin, row_end);
+    else if (variant)
+      ForwardRowsImpl<false, true, kHw, T, C>(p, b, row_begin, row_end);
+    else
+      ForwardRowsImpl<false, false, kHw, T, C>(p, b, row_begin, row_end);
+  });
 }
 
 }  // namespace HWY_NAMESPACE
