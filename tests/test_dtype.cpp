@@ -147,6 +147,36 @@ TEST(SimdConversions, RoundToNearestEvenAndWidenExactlyOnEveryTarget) {
     }
 }
 
+// highway-f64's stores: f64 rounded once to bf16/f16 on every target. Probes lie a relative 2^-30
+// off the halfway points, inside one f32 ulp, where rounding to f32 first would make a tie.
+TEST(SimdConversions, RoundF64OnceOnEveryTarget) {
+  std::vector<double> probes;
+  const auto add_around = [&](float mid) {
+    probes.push_back(mid);
+    probes.push_back(static_cast<double>(mid) * (1 + 0x1p-30));
+    probes.push_back(static_cast<double>(mid) * (1 - 0x1p-30));
+  };
+  for (std::uint32_t h = 0; h < 0x10000; ++h)
+    if ((h & 0x7FFF) < 0x7F80) add_around(f32_from_bits((h << 16) | 0x8000u));  // bf16 halfway points
+  for (float f : f16_halfway_probes()) add_around(f);
+  const double specials[] = {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::max(),
+                             3.4028235e38 * (1 + 1e-9), -1e-300, 4.9e-324, -0.0, 0x1p-126, 0x1p-126 * (1 - 0x1p-30)};
+  for (int k = 0; k < 8; ++k) probes.insert(probes.end(), std::begin(specials), std::end(specials));
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    std::vector<bf16> b(probes.size());
+    std::vector<f16> h(probes.size());
+    simd_store_rounded(DType::kBF16, probes.data(), b.data(), probes.size());
+    simd_store_rounded(DType::kF16, probes.data(), h.data(), probes.size());
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      ASSERT_TRUE(same_value(to_f32(b[i]), to_f32(from_f64<bf16>(probes[i])))) << fmt::format("bf16 of {:a}", probes[i]);
+      ASSERT_TRUE(same_value(to_f32(h[i]), to_f32(from_f64<f16>(probes[i])))) << fmt::format("f16 of {:a}", probes[i]);
+    }
+  }
+}
+
 TEST(RoundToDtype, SingleRoundingFromLongDouble) {
   // Just above a bf16 halfway point by less than an f32 ulp: rounding via f32 would tie to
   // even (down); single rounding must go up.

@@ -168,6 +168,25 @@ void ConvertTyped(const float* in_f32, T* out_t, const T* in_t, float* out_f32, 
   }
 }
 
+// f64 to T, rounded once (highway-f64's stores).
+template <class T>
+void ConvertF64Typed(const double* in, T* out, std::size_t n) {
+  const hn::ScalableTag<double> d;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) StoreRow(d, hn::LoadU(d, in + i), out + i);
+  if (i < n) StorePartial(d, LoadPartial(d, in + i, n - i), out + i, n - i);
+}
+
+void ConvertF64(DType t, const double* in, void* out, std::size_t n) {
+  switch (t) {
+    case DType::kF32: return ConvertF64Typed(in, static_cast<float*>(out), n);
+    case DType::kBF16: return ConvertF64Typed(in, static_cast<bf16*>(out), n);
+    case DType::kF16: return ConvertF64Typed(in, static_cast<f16*>(out), n);
+    case DType::kF64: return;
+  }
+}
+
 // Store direction when in_f32 is given, load direction when out_f32 is given.
 void Convert(DType t, const float* in_f32, void* out_t, const void* in_t, float* out_f32, std::size_t n) {
   switch (t) {
@@ -197,6 +216,7 @@ HWY_EXPORT(AddRange);
 HWY_EXPORT(GroupUnits);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(Convert);
+HWY_EXPORT(ConvertF64);
 
 namespace {
 void check_convertible(DType t) {
@@ -208,6 +228,10 @@ void check_convertible(DType t) {
 void simd_store_rounded(DType t, const float* in, void* out, std::size_t n) {
   check_convertible(t);
   HWY_DYNAMIC_DISPATCH(Convert)(t, in, out, nullptr, nullptr, n);
+}
+void simd_store_rounded(DType t, const double* in, void* out, std::size_t n) {
+  check_convertible(t);
+  HWY_DYNAMIC_DISPATCH(ConvertF64)(t, in, out, n);
 }
 void simd_load_widened(DType t, const void* in, float* out, std::size_t n) {
   check_convertible(t);

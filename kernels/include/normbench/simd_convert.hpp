@@ -9,6 +9,8 @@
 namespace normbench {
 // out[i] = in[i] rounded to nearest even in t (f32, bf16 or f16; throws Error for f64).
 void simd_store_rounded(DType t, const float* in, void* out, std::size_t n);
+// out[i] = in[i] rounded once to nearest even in t (f32, bf16 or f16), as highway-f64 stores.
+void simd_store_rounded(DType t, const double* in, void* out, std::size_t n);
 // out[i] = in[i] widened exactly to f32 (in is f32, bf16 or f16; throws Error for f64).
 void simd_load_widened(DType t, const void* in, float* out, std::size_t n);
 
