@@ -215,7 +215,9 @@ HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_R
 #if NORMBENCH_HW_BF16
   if constexpr (kHwBf16 && hn::MaxLanes(D()) == 16) {
     constexpr int kDenormal = 0x20;  // VFPCLASSPS category
-    if (HWY_LIKELY((_mm512_fpclass_ps_mask(lo.raw, kDenormal) | _mm512_fpclass_ps_mask(hi.raw, kDenormal)) == 0)) {
+    // kortest tests both masks in place (OR-ing them through general registers cost ~20% here).
+    const __mmask16 lo_denormal = _mm512_fpclass_ps_mask(lo.raw, kDenormal);
+    if (HWY_LIKELY(_kortestz_mask16_u8(lo_denormal, _mm512_fpclass_ps_mask(hi.raw, kDenormal)))) {
       __m512i words;
       asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(words) : "v"(hi.raw), "v"(lo.raw));  // lo -> words [0, 16)
       Put<kStream>(du16, hn::Vec<decltype(du16)>{words}, reinterpret_cast<std::uint16_t*>(p));
