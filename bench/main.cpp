@@ -266,7 +266,7 @@ int run(int argc, char** argv) {
   app.add_flag("--cold-cache", o.cold_cache, "Rotate through copies of the buffers larger than the last-level cache");
   app.add_option("--stores", o.stores,
                  "How the highway family writes y: auto (non-temporal stores when y is at least half the last-level "
-                 "cache), cached, streaming")
+                 "cache and rows span a cache line or more), cached, streaming")
       ->capture_default_str();
   app.add_option("--report", o.report_path, "CSV report path (default reports/out/bench-<host>-<UTC time>.csv)");
   app.add_flag("--list", o.list, "Print the implementation registry as CSV and exit");

@@ -55,7 +55,7 @@ TEST(HighwayPaths, ScalarFamiliesIgnoreTheStorePolicy) {
   }
 }
 
-TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMore) {
+TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMoreInRowsOfALineOrMore) {
   const Implementation& hw = find_implementation("highway");
   const std::int64_t llc = last_level_cache_bytes();
   ASSERT_GT(llc, 0);
@@ -63,6 +63,10 @@ TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMore) {
   const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;
   EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF32, rows_at_half, cols, 1e-5}));
   EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF32, rows_at_half / 4, cols, 1e-5}));
+  // Rows shorter than a cache line (48 bytes here) stay cached however large the output.
+  const std::int64_t short_rows = 4 * llc / 48;
+  EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF16, short_rows, 24, 1e-5}));
+  EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF16, short_rows / 2, 48, 1e-5}));
 }
 
 TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {

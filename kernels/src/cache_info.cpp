@@ -61,13 +61,17 @@ std::int64_t last_level_cache_bytes() {
 }
 
 namespace detail {
+constexpr std::int64_t kCacheLineBytes = 64;  // x86 (and most ARM cores)
+
 bool streaming_stores(const Problem& p, const RunConfig& cfg) {
   switch (cfg.stores) {
     case StorePolicy::kCached: return false;
     case StorePolicy::kStreaming: return true;
     case StorePolicy::kAuto: break;
   }
-  const std::int64_t output_bytes = p.rows * p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(p.dtype));
+  if (p.norm != Norm::kBatchNorm && stat_cols(p) * element_bytes < kCacheLineBytes) return false;
+  const std::int64_t output_bytes = p.rows * p.cols * element_bytes;
   return 2 * output_bytes >= last_level_cache_bytes();
 }
 

@@ -179,6 +179,7 @@ void add_rounded(DType t, const void* x, const void* residual, void* h, std::siz
 // in the cache; for small outputs they are slower (y must come back from memory if read again).
 enum class StorePolicy : std::uint8_t {
   kAuto,       // streaming when the output is at least half the last-level cache (x + y no longer fit)
+               // and rows (GroupNorm units) span at least a cache line
   kCached,     // ordinary stores
   kStreaming,  // non-temporal stores (after peeling to the vector alignment)
 };
