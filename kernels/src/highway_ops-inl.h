@@ -180,19 +180,25 @@ HWY_INLINE void Put(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
-template <bool kStream = false, class D>
-HWY_INLINE void NarrowToBf16(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
+// v's f32 bits rounded to nearest even at bf16 precision, the bf16 in the upper half of each
+// word. NaN stays NaN (quiet bit set). IsNaN, not v != v: Highway 1.0.3's != compares ordered on
+// AVX2/AVX-512 (false for NaN), which had turned NaNs whose payload lies in the low 16 bits into Inf.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<D>> RoundedBf16Words(D df, hn::Vec<D> v) {
   const hn::RebindToUnsigned<D> du32;
-  const hn::RebindToSigned<D> di32;
-  const hn::Rebind<std::uint16_t, D> du16;
   const auto u = hn::BitCast(du32, v);
   const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
-  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
-  const auto quiet_nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
-  // IsNaN, not v != v: Highway 1.0.3's != compares ordered on AVX2/AVX-512 (false for NaN), which
-  // had turned NaNs whose payload lies in the low 16 bits into Inf.
-  const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
+  const auto rounded = hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb);
+  const auto quiet_nan = hn::Or(u, hn::Set(du32, 0x00400000u));
   (void)df;
+  return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
+}
+
+template <bool kStream = false, class D>
+HWY_INLINE void NarrowToBf16(D df, hn::Vec<D> v, bf16* HWY_RESTRICT p) {
+  const hn::RebindToSigned<D> di32;
+  const hn::Rebind<std::uint16_t, D> du16;
+  const auto out = hn::ShiftRight<16>(RoundedBf16Words(df, v));
   Put<kStream>(du16, hn::DemoteTo(du16, hn::BitCast(di32, out)), reinterpret_cast<std::uint16_t*>(p));
 }
 
@@ -210,7 +216,6 @@ HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_R
   NarrowToBf16<kStream>(df, lo, p);
   NarrowToBf16<kStream>(df, hi, p + hn::Lanes(df));
 #else
-  const hn::RebindToUnsigned<D> du32;
   const hn::Repartition<std::uint16_t, D> du16;
 #if NORMBENCH_HW_BF16
   if constexpr (kHwBf16 && hn::MaxLanes(D()) == 16) {
@@ -227,15 +232,10 @@ HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_R
 #else
   static_assert(!kHwBf16, "AVX512-BF16 rounding exists on the AVX-512 targets only");
 #endif
-  const auto rounded_words = [&](hn::Vec<D> v) HWY_ATTR __attribute__((always_inline)) {
-    const auto u = hn::BitCast(du32, v);
-    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
-    const auto rounded = hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb);
-    const auto quiet_nan = hn::Or(u, hn::Set(du32, 0x00400000u));
-    return hn::BitCast(du16, hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded));
-  };
-  (void)df;
-  Put<kStream>(du16, hn::ConcatOdd(du16, rounded_words(hi), rounded_words(lo)), reinterpret_cast<std::uint16_t*>(p));
+  Put<kStream>(du16,
+               hn::ConcatOdd(du16, hn::BitCast(du16, RoundedBf16Words(df, hi)),
+                             hn::BitCast(du16, RoundedBf16Words(df, lo))),
+               reinterpret_cast<std::uint16_t*>(p));
 #endif
 }
 
