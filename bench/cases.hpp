@@ -13,9 +13,6 @@ namespace normbench::bench {
 // The bench-only variant that runs the residual add and the norm as two calls.
 inline constexpr const char* kSeparateAdd = "residual-add-separate";
 
-// Name prefix of the hygiene probe (a repeat of an earlier case; printed, not written to the CSV).
-inline constexpr const char* kHygienePrefix = "hygiene-after-threads/";
-
 struct Case {
   std::string name;                 // norm/impl/dtype/RxC/threads:T (parseable)
   const Implementation* impl;       // nullptr for a ceiling case

@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <regex>
 
@@ -127,49 +130,107 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
   return *ws;
 }
 
-void run_norm_case(benchmark::State& state, const Case& c) {
-  Workspace& ws = workspace_for(c.dtype, c.shape, c.cold_cache);
-  const Problem p = c.problem();
-  const RunConfig cfg{c.threads, c.stores};
-  const bool separate = c.is_separate_add();
-  const VariantPreset& preset = find_variant(separate ? "residual-add" : c.variant);
-  const bool with_residual = separate || p.residual_add;
-  if (with_residual) ws.ensure_residual();
-  const auto elements = static_cast<std::size_t>(c.shape.rows * c.shape.cols);
+// One call of a case's kernel per operator(), rotating through the workspace's copies.
+// Throws Error if the implementation rejects the problem.
+class NormCall {
+ public:
+  explicit NormCall(const Case& c)
+      : c_(c),
+        ws_(workspace_for(c.dtype, c.shape, c.cold_cache)),
+        p_(c.problem()),
+        cfg_{c.threads, c.stores},
+        separate_(c.is_separate_add()),
+        preset_(find_variant(separate_ ? "residual-add" : c.variant)),
+        elements_(static_cast<std::size_t>(c.shape.rows * c.shape.cols)) {
+    if (separate_ || p_.residual_add) ws_.ensure_residual();
+    validate(*c_.impl, p_, buffers(0), cfg_);
+  }
+
+  void operator()() {
+    if (separate_) add_rounded(c_.dtype, ws_.x_copy(k_), ws_.r_copy(k_), ws_.h_copy(k_), elements_);
+    c_.impl->kernel(p_, buffers(k_), cfg_);
+    benchmark::ClobberMemory();
+    if (++k_ == ws_.copies) k_ = 0;
+  }
+
+ private:
   // The buffers of copy k: separate adds write h, then normalize h into y.
-  const auto buffers = [&](std::int64_t k) {
-    Buffers b{separate ? ws.h_copy(k) : ws.x_copy(k), ws.y_copy(k), preset.gamma ? ws.gamma.data() : nullptr,
-              preset.has_beta(c.norm) ? ws.beta.data() : nullptr};
-    if (p.residual_add) {
-      b.residual = ws.r_copy(k);
-      b.h = ws.h_copy(k);
+  Buffers buffers(std::int64_t k) const {
+    Buffers b{separate_ ? ws_.h_copy(k) : ws_.x_copy(k), ws_.y_copy(k), preset_.gamma ? ws_.gamma.data() : nullptr,
+              preset_.has_beta(c_.norm) ? ws_.beta.data() : nullptr};
+    if (p_.residual_add) {
+      b.residual = ws_.r_copy(k);
+      b.h = ws_.h_copy(k);
     }
-    if (p.norm == Norm::kBatchNorm) {  // training updates them every iteration, as a training loop does
-      b.running_mean = ws.running_mean.data();
-      b.running_var = ws.running_var.data();
+    if (p_.norm == Norm::kBatchNorm) {  // training updates them every iteration, as a training loop does
+      b.running_mean = ws_.running_mean.data();
+      b.running_var = ws_.running_var.data();
     }
     return b;
-  };
+  }
+
+  const Case& c_;
+  Workspace& ws_;
+  const Problem p_;
+  const RunConfig cfg_;
+  const bool separate_;
+  const VariantPreset& preset_;
+  const std::size_t elements_;
+  std::int64_t k_ = 0;
+};
+
+void run_norm_case(benchmark::State& state, const Case& c) {
+  std::optional<NormCall> call;
   try {
-    validate(*c.impl, p, buffers(0), cfg);
+    call.emplace(c);
   } catch (const Error& e) {
     state.SkipWithError(e.what());
     return;
   }
-  std::int64_t k = 0;
   const auto start = std::chrono::steady_clock::now();  // for the console's live fraction only
-  for (auto _ : state) {
-    if (separate) add_rounded(c.dtype, ws.x_copy(k), ws.r_copy(k), ws.h_copy(k), elements);
-    c.impl->kernel(p, buffers(k), cfg);
-    benchmark::ClobberMemory();
-    if (++k == ws.copies) k = 0;
-  }
+  for (auto _ : state) (*call)();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);
   state.SetItemsProcessed(state.iterations() * c.shape.rows * c.shape.cols);
   const double ceiling = ceiling_bytes_per_second(c.ceiling_name);
   if (ceiling > 0 && seconds > 0)  // the CSV recomputes it from medians
     state.counters["frac_of_ceiling"] = static_cast<double>(state.iterations() * c.bytes_per_iter) / seconds / ceiling;
+}
+
+// --hygiene-check: does a threaded case leave something behind (OpenMP workers still spinning)
+// that slows the 1-thread case run next? An interleaved A/B outside Google Benchmark's loop, so
+// that the machine's drift cancels: each round first runs, for kHygieneLeadSeconds, either the
+// threaded case (A) or the probe itself (B), then times a fixed number of probe calls at once.
+// Printed: the medians over the rounds and A/B (near 1: nothing left behind).
+constexpr double kHygieneLeadSeconds = 0.01;
+constexpr int kHygieneRoundsEach = 15;
+
+void hygiene_check(const Case& probe_case, const Case& threaded_case) {
+  using clock = std::chrono::steady_clock;
+  NormCall probe(probe_case), threaded(threaded_case);  // same dtype and shape: one workspace
+  const auto run_for = [](NormCall& call, double seconds) {
+    const auto end = clock::now() + std::chrono::duration<double>(seconds);
+    std::int64_t calls = 0;
+    do {
+      call();
+      ++calls;
+    } while (clock::now() < end);
+    return calls;
+  };
+  const std::int64_t calls = run_for(probe, kHygieneLeadSeconds);  // the measured batch: ~ one lead long
+  std::vector<double> after_threaded, after_itself;
+  for (int round = 0; round < 2 * kHygieneRoundsEach; ++round) {
+    const bool a = round % 2 == 0;
+    run_for(a ? threaded : probe, kHygieneLeadSeconds);
+    const auto start = clock::now();
+    for (std::int64_t i = 0; i < calls; ++i) probe();
+    const double ns = std::chrono::duration<double, std::nano>(clock::now() - start).count() / calls;
+    (a ? after_threaded : after_itself).push_back(ns);
+  }
+  const double a = report::median(after_threaded), b = report::median(after_itself);
+  std::cerr << fmt::format("[normbench] hygiene: {} median {:.1f} ns right after {}, {:.1f} ns right after itself "
+                           "(ratio {:.3f}; {} interleaved rounds each)\n",
+                           probe_case.name, a, threaded_case.name, b, a / b, kHygieneRoundsEach);
 }
 
 void run_ceiling_case(benchmark::State& state, const Case& c) {
@@ -231,14 +292,28 @@ int run(int argc, char** argv) {
 
   // Google Benchmark's own flags pass through untouched; everything else is ours.
   std::vector<char*> gb_args{argv[0]}, own_args{argv[0]};
-  bool has_reps = false, has_min_time = false;
-  std::string filter;
+  bool has_reps = false, has_min_time = false, has_interleaving = false, interleaved = true;
+  std::string filter, out_path, out_format = "json";
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) {
       has_reps |= a.rfind("--benchmark_repetitions", 0) == 0;
       has_min_time |= a.rfind("--benchmark_min_time", 0) == 0;
+      if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) {
+        has_interleaving = true;
+        const std::string_view v = a.substr(std::min(a.size(), a.find('=') + 1));
+        interleaved = !(v == "false" || v == "0" || v == "no" || v == "f" || v == "n");
+      }
       if (a.rfind("--benchmark_filter=", 0) == 0) filter = std::string(a.substr(19));
+      // Google Benchmark would rewrite --benchmark_out at each of our passes: ours spans them.
+      if (a.rfind("--benchmark_out=", 0) == 0) {
+        out_path = std::string(a.substr(16));
+        continue;
+      }
+      if (a.rfind("--benchmark_out_format=", 0) == 0) {
+        out_format = std::string(a.substr(23));
+        continue;
+      }
       // We need every repetition for the CSV; aggregates-only becomes a console choice of ours.
       if (a.rfind("--benchmark_display_aggregates_only", 0) == 0 ||
           a.rfind("--benchmark_report_aggregates_only", 0) == 0)
@@ -272,11 +347,13 @@ int run(int argc, char** argv) {
   app.add_flag("--list", o.list, "Print the implementation registry as CSV and exit");
   app.add_flag("--every-repetition", o.every_repetition, "Show every repetition on the console, not only aggregates");
   app.add_flag("--hygiene-check", o.hygiene,
-               "Re-measure the first 1-thread highway case after all threaded cases and print both medians "
-               "(spinning OpenMP workers would slow the second)");
+               "After the cases: time the first 1-thread highway case right after a threaded case of its shape and "
+               "right after itself, interleaved, and print both medians (spinning OpenMP workers would slow the first)");
   app.footer(
       "Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_repetitions=N (default here 5),\n"
       "--benchmark_min_time=SECONDS (default here 0.1), --benchmark_out=FILE, --benchmark_format=..., etc.\n"
+      "Cases run in one pass per shape and dtype; within a pass their repetitions are interleaved at random\n"
+      "(--benchmark_enable_random_interleaving, default here true; false runs each case's repetitions together).\n"
       "Names: norm/implementation/dtype/ROWSxCOLS/threads:T; ceilings: ceiling/stream-scale/dtype/ROWSxCOLS/threads:T\n"
       "(ordinary stores: frac_of_ceiling) and ceiling/stream-scale-nt/... (non-temporal stores: frac_of_nt_ceiling).");
   try {
@@ -395,36 +472,30 @@ int run(int argc, char** argv) {
                                  variant});
           }
       }
-  // The hygiene probe: the first 1-thread highway case again, after every threaded case.
-  if (o.hygiene) {
-    const auto probe = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
-      return !c.is_ceiling() && c.threads == 1 && c.impl->name == "highway" && c.variant == "standard";
-    });
-    if (probe != cases.end()) {
-      Case again = *probe;
-      again.name = kHygienePrefix + probe->name;
-      cases.push_back(again);
-    }
-  }
   if (cases.empty()) {
     std::cerr << "normbench: the selection is empty (no implementation supports the chosen norms and dtypes)\n";
     return 2;
   }
-  std::vector<std::string> names;
+  // Passes: one per shape and dtype, in order (their cases share one workspace, built once).
+  // Within a pass Google Benchmark interleaves the repetitions of its cases at random, so the
+  // ratios a report is read for (a kernel against its ceiling, against a peer, 2 threads against
+  // 1) compare medians taken over the same stretch of time on a machine whose speed drifts.
+  std::vector<std::vector<Case>> passes;
+  std::map<std::pair<std::string, int>, std::size_t> pass_of_shape;
   for (const Case& c : cases) {
-    names.push_back(c.name);
-    benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) {
-      if (c.is_ceiling()) {
-        run_ceiling_case(st, c);
-      } else {
-        run_norm_case(st, c);
-      }
-    })->UseRealTime()->Unit(benchmark::kMicrosecond);
+    const auto key = std::pair{shape_name(c.shape), static_cast<int>(c.dtype)};
+    const auto [it, added] = pass_of_shape.emplace(key, passes.size());
+    if (added) passes.emplace_back();
+    passes[it->second].push_back(c);
   }
+  std::vector<std::string> names;
+  for (const Case& c : cases) names.push_back(c.name);
 
-  static std::string reps_flag = "--benchmark_repetitions=5", min_time_flag = "--benchmark_min_time=0.1";
+  static std::string reps_flag = "--benchmark_repetitions=5", min_time_flag = "--benchmark_min_time=0.1",
+                     interleave_flag = "--benchmark_enable_random_interleaving=true";
   if (!has_reps) gb_args.push_back(reps_flag.data());
   if (!has_min_time) gb_args.push_back(min_time_flag.data());
+  if (!has_interleaving) gb_args.push_back(interleave_flag.data());
   int gb_argc = static_cast<int>(gb_args.size());
   benchmark::Initialize(&gb_argc, gb_args.data());
   if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_args.data())) return 2;
@@ -436,10 +507,73 @@ int run(int argc, char** argv) {
     std::cerr << "normbench: --benchmark_filter is not a valid regular expression: " << e.what() << "\n";
     return 2;
   }
-  std::cerr << fmt::format("[normbench] {} cases, report: {}\n", expected, report_path);
+  std::unique_ptr<benchmark::BenchmarkReporter> file_reporter;
+  std::ofstream out_file;
+  if (!out_path.empty()) {
+    if (out_format == "json")
+      file_reporter = std::make_unique<benchmark::JSONReporter>();
+    else if (out_format == "console")
+      file_reporter = std::make_unique<benchmark::ConsoleReporter>(benchmark::ConsoleReporter::OO_None);
+    else {  // Google Benchmark's deprecated csv too: normbench's own CSV is --report
+      std::cerr << fmt::format("normbench: --benchmark_out_format: '{}' is not one of json, console (normbench's "
+                               "own CSV report is --report)\n", out_format);
+      return 2;
+    }
+    out_file.open(out_path);
+    if (!out_file) {
+      std::cerr << fmt::format("normbench: --benchmark_out: cannot write {}\n", out_path);
+      return 2;
+    }
+    file_reporter->SetOutputStream(&out_file);
+    file_reporter->SetErrorStream(&out_file);
+  }
+  std::cerr << fmt::format("[normbench] {} cases in {} passes (one per shape and dtype{}), report: {}\n", expected,
+                           passes.size(),
+                           interleaved ? "; repetitions interleaved at random within a pass" : "; cases one after another",
+                           report_path);
   NormbenchReporter reporter(cases, expected, machine, o.every_repetition);
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.set_file_reporter(file_reporter.get());
+  for (const std::vector<Case>& pass : passes) {
+    benchmark::ClearRegisteredBenchmarks();
+    for (const Case& c : pass)
+      benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) {
+        if (c.is_ceiling()) {
+          run_ceiling_case(st, c);
+        } else {
+          run_norm_case(st, c);
+        }
+      })->UseRealTime()->Unit(benchmark::kMicrosecond);
+    const bool selected = std::any_of(pass.begin(), pass.end(), [&](const Case& c) {
+      return count_selected(std::vector<std::string>{c.name}, filter) > 0;
+    });
+    if (!selected) continue;  // Google Benchmark would complain of an empty match
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+  }
+  reporter.finish();
   benchmark::Shutdown();
+  if (o.hygiene) {
+    // The partner: the first threaded case that really runs on several threads; the probe: the
+    // 1-thread highway case of its norm, dtype and shape.
+    const auto partner = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
+      return !c.is_ceiling() && c.threads > 1 && c.impl->name == "threaded" && c.variant == "standard" &&
+             c.shape.rows * c.shape.cols >= 2 * kMinElementsPerThread;
+    });
+    const auto probe = partner == cases.end() ? cases.end() : std::find_if(cases.begin(), cases.end(), [&](const Case& c) {
+      return !c.is_ceiling() && c.threads == 1 && c.impl->name == "highway" && c.variant == "standard" &&
+             c.norm == partner->norm && c.dtype == partner->dtype && c.shape == partner->shape;
+    });
+    if (probe == cases.end()) {
+      std::cerr << fmt::format("[normbench] hygiene: no threaded case on 2 or more threads of at least {} elements with "
+                               "a 1-thread highway case of its shape (--impl highway,threaded, --threads 1,2); nothing "
+                               "to compare\n", 2 * kMinElementsPerThread);
+    } else {
+      try {
+        hygiene_check(*probe, *partner);
+      } catch (const Error& e) {
+        std::cerr << "[normbench] hygiene: " << e.what() << "\n";
+      }
+    }
+  }
   try {
     const std::size_t rows = reporter.write_csv(report_path);
     if (rows == 0)

@@ -56,7 +56,25 @@ NormbenchReporter::NormbenchReporter(std::vector<Case> cases, std::size_t expect
       expected_runs_(expected_runs),
       machine_(std::move(machine)),
       show_every_repetition_(show_every_repetition) {
-  for (Case& c : cases) cases_.emplace(c.name, std::move(c));
+  for (Case& c : cases) {
+    order_.push_back(c.name);
+    longest_name_ = std::max(longest_name_, c.name.size());
+    cases_.emplace(c.name, std::move(c));
+  }
+}
+
+bool NormbenchReporter::ReportContext(const Context& context) {
+  if (context_reported_) return true;  // a later pass: the machine was described already
+  context_reported_ = true;
+  if (file_ && !file_->ReportContext(context)) return false;
+  const bool ok = ConsoleReporter::ReportContext(context);
+  // Wide enough for every pass's names and their aggregates ("_median", "_stddev").
+  name_field_width_ = std::max(name_field_width_, longest_name_ + 20);
+  return ok;
+}
+
+void NormbenchReporter::finish() {
+  if (file_) file_->Finalize();
 }
 
 void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
@@ -65,6 +83,7 @@ void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
   for (const Run& r : runs)
     if (show_every_repetition_ || r.run_type == Run::RT_Aggregate || r.repetitions <= 1) shown.push_back(r);
   if (!shown.empty()) ConsoleReporter::ReportRuns(shown);
+  if (file_) file_->ReportRuns(runs);
 
   bool counted = false;
   for (const Run& r : runs) {
@@ -72,7 +91,6 @@ void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
     const std::string name = r.run_name.function_name;
     if (!cases_.count(name)) continue;
     Result& res = results_[name];
-    if (res.seconds_per_iter.empty() && res.error.empty()) order_.push_back(name);
     if (r.error_occurred) {
       res.error = r.error_message;
     } else {
@@ -86,17 +104,6 @@ void NormbenchReporter::ReportRuns(const std::vector<Run>& runs) {
   }
   if (!counted) return;
   ++done_;
-  for (const Run& r : runs) {
-    const std::string name = r.run_name.function_name;
-    if (r.run_type != Run::RT_Iteration || name.rfind(kHygienePrefix, 0) != 0) continue;
-    const std::string probe = name.substr(std::string(kHygienePrefix).size());
-    const auto before = results_.find(probe), after = results_.find(name);
-    if (before == results_.end() || after == results_.end()) break;
-    const double b = report::median(before->second.seconds_per_iter), a = report::median(after->second.seconds_per_iter);
-    std::cerr << fmt::format("[normbench] hygiene: {} median {:.1f} ns before the threaded cases, {:.1f} ns after "
-                             "(after/before = {:.3f})\n", probe, b * 1e9, a * 1e9, a / b);
-    break;
-  }
   GetOutputStream().flush();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double left = done_ < expected_runs_ ? elapsed / done_ * (expected_runs_ - done_) : 0;
@@ -108,9 +115,10 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
   report::CsvTable table(report::bench_columns());
   const auto machine = report::machine_values(machine_);
   for (const std::string& name : order_) {
-    if (name.rfind(kHygienePrefix, 0) == 0) continue;  // printed by ReportRuns, not a case of its own
+    const auto found = results_.find(name);
+    if (found == results_.end()) continue;  // not selected by --benchmark_filter
     const Case& c = cases_.at(name);
-    const Result& res = results_.at(name);
+    const Result& res = found->second;
     const double t_med = report::median(res.seconds_per_iter);
     const double gbps = c.bytes_per_iter / t_med / 1e9;
     double ceiling = ceiling_bytes_per_second(c.ceiling_name) / 1e9;

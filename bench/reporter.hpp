@@ -1,5 +1,7 @@
 // Console output as usual (repetition aggregates), plus: per-case progress with an ETA on
 // stderr, and one CSV row per case with repetition statistics and per-repetition times.
+// normbench runs Google Benchmark several times (one pass per shape and dtype): this reporter
+// spans them all, printing the context once and feeding one optional --benchmark_out reporter.
 #pragma once
 
 #include <chrono>
@@ -19,7 +21,14 @@ class NormbenchReporter : public benchmark::ConsoleReporter {
   NormbenchReporter(std::vector<Case> cases, std::size_t expected_runs, report::MachineInfo machine,
                     bool show_every_repetition);
 
+  bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
+
+  // --benchmark_out: Google Benchmark's own reporter over all passes, into `out` (both owned by
+  // the caller and alive until finish()).
+  void set_file_reporter(benchmark::BenchmarkReporter* file) { file_ = file; }
+  // After the last pass: closes the --benchmark_out report.
+  void finish();
 
   // Writes the CSV (atomically); returns the number of rows written.
   std::size_t write_csv(const std::string& path) const;
@@ -31,11 +40,14 @@ class NormbenchReporter : public benchmark::ConsoleReporter {
     std::string error;
   };
   std::map<std::string, Case> cases_;
-  std::vector<std::string> order_;  // names in the order they finished
+  std::vector<std::string> order_;  // names in the order they were registered
   std::map<std::string, Result> results_;
   std::size_t expected_runs_, done_ = 0;
   report::MachineInfo machine_;
   bool show_every_repetition_;
+  bool context_reported_ = false;
+  std::size_t longest_name_ = 0;
+  benchmark::BenchmarkReporter* file_ = nullptr;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

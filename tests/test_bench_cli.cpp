@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -98,6 +99,8 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"--shape 64x8:nlc", "needs the three parts"},
       {"--threads 0", "not a thread count"},
       {"--nonsense", "nonsense"},
+      {"--benchmark_out=/tmp/normbench-never.json --benchmark_out_format=xml", "not one of json, console"},
+      {"--benchmark_out=/proc/normbench/forbidden.json", "cannot write /proc/normbench/forbidden.json"},
   };
   for (const auto& [args, needle] : cases) {
     SCOPED_TRACE(args);
@@ -110,6 +113,64 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
   const CommandResult r = run("--shapes=quick --report /proc/normbench/forbidden.csv");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("/proc/normbench"), std::string::npos) << r.output;
+}
+
+// One pass per shape and dtype, repetitions interleaved within it; CSV rows in registration order
+// (each shape's ceilings first); one --benchmark_out file across the passes; the hygiene A/B.
+TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
+  const fs::path report = fs::temp_directory_path() / fmt::format("normbench-passes-{}.csv", getpid());
+  const fs::path json = fs::temp_directory_path() / fmt::format("normbench-passes-{}.json", getpid());
+  const std::string args = fmt::format(
+      "--shape 4x768 --shape 32x1024 --norm rmsnorm --impl highway,threaded --dtype f32 --threads 1,2 "
+      "--variant standard --benchmark_min_time=0.002 --benchmark_repetitions=2 --report {}",
+      report.string());
+  const CommandResult r = run(fmt::format("{} --hygiene-check --benchmark_out={}", args, json.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("14 cases in 2 passes (one per shape and dtype; repetitions interleaved at random"),
+            std::string::npos) << r.output;
+  // 4x768 is too small to run on two threads: the partner is the 32x1024 threaded case.
+  const std::smatch m = [&] {
+    std::smatch found;
+    std::regex_search(r.output, found,
+                      std::regex("hygiene: rmsnorm/highway/f32/32x1024/threads:1 median ([0-9.]+) ns right after "
+                                 "rmsnorm/threaded/f32/32x1024/threads:2, ([0-9.]+) ns right after itself \\(ratio "
+                                 "([0-9.]+); 15 interleaved rounds each\\)"));
+    return found;
+  }();
+  ASSERT_EQ(m.size(), 4u) << r.output;
+  const double ratio = std::stod(m[3].str());
+  EXPECT_NEAR(ratio, std::stod(m[1].str()) / std::stod(m[2].str()), 2e-3);
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 2.0);
+
+  std::ifstream csv(report);
+  std::string header, first;
+  std::getline(csv, header);
+  std::getline(csv, first);
+  EXPECT_NE(first.find(",ceiling/stream-scale/f32/4x768/threads:1,"), std::string::npos) << first;
+  std::size_t rows = 1;
+  for (std::string line; std::getline(csv, line);) rows += line.empty() ? 0 : 1;
+  EXPECT_EQ(rows, 14u);  // per shape: 2 ceilings x 2 thread counts, highway, threaded x 2
+
+  // Google Benchmark's JSON over both passes: one document, both shapes, 2 repetitions + 4 aggregates each.
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t entries = 0;
+  for (std::size_t at = text.find("\"run_name\":"); at != std::string::npos; at = text.find("\"run_name\":", at + 1))
+    ++entries;
+  EXPECT_EQ(entries, 14u * 6u);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '['), std::count(text.begin(), text.end(), ']'));
+  EXPECT_EQ(text[text.find_last_not_of(" \n")], '}') << "the JSON document was not closed";
+  EXPECT_NE(text.find("rmsnorm/threaded/f32/4x768/threads:2"), std::string::npos);
+  EXPECT_NE(text.find("rmsnorm/threaded/f32/32x1024/threads:2"), std::string::npos);
+
+  const CommandResult ordered = run(args + " --benchmark_enable_random_interleaving=false");
+  ASSERT_EQ(ordered.exit_code, 0) << ordered.output;
+  EXPECT_NE(ordered.output.find("in 2 passes (one per shape and dtype; cases one after another)"), std::string::npos)
+      << ordered.output;
+  EXPECT_EQ(ordered.output.find("hygiene"), std::string::npos);
+  fs::remove(report);
+  fs::remove(json);
 }
 
 TEST(BenchCli, HelpAndListExitZero) {
