@@ -99,6 +99,7 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"--shape 64x8:nlc", "needs the three parts"},
       {"--threads 0", "not a thread count"},
       {"--nonsense", "nonsense"},
+      {"'--benchmark_filter=layernorm/(high'", "--benchmark_filter is not a valid regular expression"},
       {"--benchmark_out=/tmp/normbench-never.json --benchmark_out_format=xml", "not one of json, console"},
       {"--benchmark_out=/proc/normbench/forbidden.json", "cannot write /proc/normbench/forbidden.json"},
   };
