@@ -2,6 +2,7 @@
 // documented in reports/README.md.
 #pragma once
 
+#include <regex.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,7 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,30 @@ struct DocumentedColumns {
   std::map<std::string, std::string> types;  // int, number, text, list
 };
 
+// The first match of a POSIX extended regular expression in `text`: the whole match, then each
+// group ("" where a group did not take part); nothing if it does not match. (POSIX regcomp, not
+// std::regex, whose instantiation draws GCC 12 -Wmaybe-uninitialized false positives under the
+// sanitizers.)
+inline std::optional<std::vector<std::string>> search_ere(const std::string& text, const std::string& pattern) {
+  regex_t re;
+  if (regcomp(&re, pattern.c_str(), REG_EXTENDED) != 0) throw std::invalid_argument("bad regular expression: " + pattern);
+  std::vector<regmatch_t> groups(re.re_nsub + 1);
+  std::optional<std::vector<std::string>> found;
+  if (regexec(&re, text.c_str(), groups.size(), groups.data(), 0) == 0) {
+    found.emplace();
+    for (const regmatch_t& g : groups)
+      found->push_back(g.rm_so < 0 ? std::string() : text.substr(static_cast<std::size_t>(g.rm_so),
+                                                                  static_cast<std::size_t>(g.rm_eo - g.rm_so)));
+  }
+  regfree(&re);
+  return found;
+}
+
+// Whether all of `text` matches the POSIX extended regular expression `pattern`.
+inline bool matches_ere(const std::string& text, const std::string& pattern) {
+  return search_ere(text, "^(" + pattern + ")$").has_value();
+}
+
 // The column table under the "## ..." heading containing `heading` in `readme`:
 // lines "| `name` | type | meaning |".
 inline DocumentedColumns documented_columns(const std::string& readme, const std::string& heading) {
@@ -44,13 +70,12 @@ inline DocumentedColumns documented_columns(const std::string& readme, const std
   std::string line;
   bool inside = false;
   DocumentedColumns d;
-  const std::regex row(R"(^\| `([a-z_0-9]+)` \| ([a-z]+) \|)");
   while (std::getline(in, line)) {
     if (line.rfind("## ", 0) == 0) inside = line.find(heading) != std::string::npos;
-    std::smatch m;
-    if (inside && std::regex_search(line, m, row)) {
-      d.names.push_back(m[1]);
-      d.types[m[1]] = m[2];
+    if (!inside) continue;
+    if (const auto m = search_ere(line, R"(^\| `([a-z_0-9]+)` \| ([a-z]+) \|)")) {
+      d.names.push_back((*m)[1]);
+      d.types[(*m)[1]] = (*m)[2];
     }
   }
   return d;

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -51,13 +50,13 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
     for (const auto& [col, type] : doc.types) {
       const std::string& v = f[col];
       if (type == "int") {
-        EXPECT_TRUE(std::regex_match(v, std::regex("-?[0-9]+"))) << col << "=" << v;
+        EXPECT_TRUE(matches_ere(v, "-?[0-9]+")) << col << "=" << v;
       } else if (type == "number") {
         char* end = nullptr;
         const double d = std::strtod(v.c_str(), &end);
         EXPECT_TRUE(!v.empty() && *end == '\0' && std::isfinite(d)) << col << "=" << v;
       } else if (type == "list") {
-        EXPECT_TRUE(std::regex_match(v, std::regex("[0-9.]+(;[0-9.]+)*"))) << col << "=" << v;
+        EXPECT_TRUE(matches_ere(v, "[0-9.]+(;[0-9.]+)*")) << col << "=" << v;
       }
     }
     EXPECT_EQ(f["schema_version"], std::to_string(report::kBenchSchemaVersion));
@@ -130,17 +129,13 @@ TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
   EXPECT_NE(r.output.find("14 cases in 2 passes (one per shape and dtype; repetitions interleaved at random"),
             std::string::npos) << r.output;
   // 4x768 is too small to run on two threads: the partner is the 32x1024 threaded case.
-  const std::smatch m = [&] {
-    std::smatch found;
-    std::regex_search(r.output, found,
-                      std::regex("hygiene: rmsnorm/highway/f32/32x1024/threads:1 median ([0-9.]+) ns right after "
-                                 "rmsnorm/threaded/f32/32x1024/threads:2, ([0-9.]+) ns right after itself \\(ratio "
-                                 "([0-9.]+); 15 interleaved rounds each\\)"));
-    return found;
-  }();
-  ASSERT_EQ(m.size(), 4u) << r.output;
-  const double ratio = std::stod(m[3].str());
-  EXPECT_NEAR(ratio, std::stod(m[1].str()) / std::stod(m[2].str()), 2e-3);
+  const auto m = search_ere(r.output,
+                            "hygiene: rmsnorm/highway/f32/32x1024/threads:1 median ([0-9.]+) ns right after "
+                            "rmsnorm/threaded/f32/32x1024/threads:2, ([0-9.]+) ns right after itself \\(ratio "
+                            "([0-9.]+); 15 interleaved rounds each\\)");
+  ASSERT_TRUE(m.has_value()) << r.output;
+  const double ratio = std::stod((*m)[3]);
+  EXPECT_NEAR(ratio, std::stod((*m)[1]) / std::stod((*m)[2]), 2e-3);
   EXPECT_GT(ratio, 0.5);
   EXPECT_LT(ratio, 2.0);
 
