@@ -508,8 +508,6 @@ int run(int argc, char** argv) {
     if (added) passes.emplace_back();
     passes[it->second].push_back(c);
   }
-  std::vector<std::string> names;
-  for (const Case& c : cases) names.push_back(c.name);
 
   static std::string reps_flag = "--benchmark_repetitions=5", min_time_flag = "--benchmark_min_time=0.1",
                      interleave_flag = "--benchmark_enable_random_interleaving=true";
@@ -528,7 +526,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   const auto expected = static_cast<std::size_t>(
-      std::count_if(names.begin(), names.end(), [&](const std::string& n) { return selection->selects(n); }));
+      std::count_if(cases.begin(), cases.end(), [&](const Case& c) { return selection->selects(c.name); }));
   std::unique_ptr<benchmark::BenchmarkReporter> file_reporter;
   std::ofstream out_file;
   if (!out_path.empty()) {

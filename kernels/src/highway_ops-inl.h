@@ -430,13 +430,14 @@ HWY_INLINE hn::Vec<D> OneForFmaAdds(D d) {
 #endif
   return one;
 }
-template <bool kOnFmaPipe, class V>
-HWY_INLINE V AddMaybeOnFmaPipe(V acc, V v, V one) {
+template <class V>
+HWY_INLINE V AddOnFmaPipe(V acc, V v, V one) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  if constexpr (kOnFmaPipe) return hn::MulAdd(v, one, acc);
-#endif
+  return hn::MulAdd(v, one, acc);
+#else
   (void)one;
   return hn::Add(acc, v);
+#endif
 }
 
 // c_r = sum(x_r - m_r) and s_r = sum((x_r - m_r)^2), kAcc independent accumulator pairs per row.
@@ -463,7 +464,7 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
         LoadSumStep(d, x[r] + i + j * N, v);
         for (std::size_t k = 0; k < kStep; ++k) {
           const auto dev = hn::Sub(v[k], m[r]);
-          ca[r][j + k] = (j + k) % 2 ? AddMaybeOnFmaPipe<true>(ca[r][j + k], dev, one) : hn::Add(ca[r][j + k], dev);
+          ca[r][j + k] = (j + k) % 2 ? AddOnFmaPipe(ca[r][j + k], dev, one) : hn::Add(ca[r][j + k], dev);
           sa[r][j + k] = hn::MulAdd(dev, dev, sa[r][j + k]);
         }
       }
