@@ -571,22 +571,22 @@ int run(int argc, char** argv) {
   reporter.finish();
   benchmark::Shutdown();
   if (o.hygiene) {
-    // The partner: the first threaded case that really runs on several threads; the probe: the
-    // 1-thread highway case of its norm, dtype and shape.
-    // (LayerNorm/RMSNorm rows are split over threads when there are 2+ rows and 8K+ elements each.)
+    // The partner: the first LayerNorm/RMSNorm threaded case that really runs on several threads;
+    // the probe: the 1-thread highway case of its norm, dtype and shape.
     const auto partner = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
-      return !c.is_ceiling() && c.threads > 1 && c.impl->name == "threaded" && c.variant == "standard" &&
-             (c.norm == Norm::kLayerNorm || c.norm == Norm::kRMSNorm) && c.shape.rows >= 2 &&
-             c.shape.rows * c.shape.cols >= 2 * kMinElementsPerThread;
+      return !c.is_ceiling() && c.impl->name == "threaded" && c.variant == "standard" &&
+             (c.norm == Norm::kLayerNorm || c.norm == Norm::kRMSNorm) &&
+             threads_used(*c.impl, c.problem(), RunConfig{c.threads, c.stores}) >= 2;
     });
     const auto probe = partner == cases.end() ? cases.end() : std::find_if(cases.begin(), cases.end(), [&](const Case& c) {
       return !c.is_ceiling() && c.threads == 1 && c.impl->name == "highway" && c.variant == "standard" &&
              c.norm == partner->norm && c.dtype == partner->dtype && c.shape == partner->shape;
     });
     if (probe == cases.end()) {
-      std::cerr << fmt::format("[normbench] hygiene: no LayerNorm/RMSNorm threaded case on 2 or more threads (2+ rows, "
-                               "{}+ elements) with a 1-thread highway case of its shape (--impl highway,threaded, "
-                               "--threads 1,2); nothing to compare\n", 2 * kMinElementsPerThread);
+      std::cerr << fmt::format("[normbench] hygiene: no LayerNorm/RMSNorm threaded case that runs on 2 or more threads "
+                               "(2+ rows of {}+ elements in all, or a row of 2+ chunks) with a 1-thread highway case "
+                               "of its shape (--impl highway,threaded, --threads 1,2); nothing to compare\n",
+                               2 * kMinElementsPerThread);
     } else {
       try {
         hygiene_check(*probe, *partner);

@@ -41,5 +41,35 @@ TEST(Threaded, BitwiseEqualToHighwayForEveryThreadCount) {
   }
 }
 
+// threads_used says how many threads a call runs on; the hygiene check picks its 2-thread
+// partner with it. Each expectation below is one of the rules by which threaded cuts its work.
+TEST(Threaded, ThreadsUsedFollowsHowTheWorkIsCut) {
+  const Implementation& hw = find_implementation("highway");
+  const Implementation& th = find_implementation("threaded");
+  const auto used = [&](const Implementation& impl, Norm n, std::int64_t rows, std::int64_t cols, int threads) {
+    return threads_used(impl, Problem{n, DType::kF32, rows, cols, default_eps(n)}, RunConfig{threads});
+  };
+  for (Norm n : {Norm::kLayerNorm, Norm::kRMSNorm}) {
+    EXPECT_EQ(used(hw, n, 128, 768, 8), 1);     // no threads at all
+    EXPECT_EQ(used(th, n, 128, 768, 1), 1);
+    EXPECT_EQ(used(th, n, 128, 768, 2), 2);     // blocks of rows
+    EXPECT_EQ(used(th, n, 128, 768, 64), 12);   // at least kMinElementsPerThread each: 98304 / 8192
+    EXPECT_EQ(used(th, n, 3, 16384, 8), 3);     // at most one per row
+    EXPECT_EQ(used(th, n, 2, 4096, 2), 1);      // 8192 elements: below two threads' minimum
+    EXPECT_EQ(used(th, n, 1, 4096, 2), 1);      // a decode row of one chunk runs whole
+    EXPECT_EQ(used(th, n, 1, 65537, 8), 3);     // a long row: one thread per chunk, 3 chunks
+    EXPECT_EQ(used(th, n, 1, 33554432, 2), 2);
+  }
+  Problem group{Norm::kGroupNorm, DType::kF32, 2, 32 * 1024, 1e-5};  // 2 rows of 4 groups: 8 units
+  group.groups = 4;
+  group.channels = 8;
+  EXPECT_EQ(threads_used(th, group, RunConfig{16}), 8);
+  Problem batch{Norm::kBatchNorm, DType::kF32, 2, 3 * 8192, 1e-5};  // N = 2, C = 3, L = 8192
+  batch.channels = 3;
+  EXPECT_EQ(threads_used(th, batch, RunConfig{8}), 3);  // channels first: one channel per thread
+  batch.batchnorm.channels_last = true;
+  EXPECT_EQ(threads_used(th, batch, RunConfig{8}), 6);  // positions: 49152 elements, 8192 each
+}
+
 }  // namespace
 }  // namespace normbench::testing

@@ -106,7 +106,7 @@ std::vector<Implementation>& mutable_registry() {
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kTwoPass, .uses_threads = true, .highway_dispatch = true,
          .honours_store_policy = true, .supports_variants = true, .target = detail::highway_target,
-         .kernel = detail::threaded_forward},
+         .kernel = detail::threaded_forward, .threads_used = detail::threaded_threads_used},
     };
   }();
   return impls;
@@ -116,6 +116,11 @@ std::vector<Implementation>& mutable_registry() {
 
 bool uses_streaming_stores(const Implementation& impl, const Problem& p, const RunConfig& cfg) {
   return impl.honours_store_policy && detail::streaming_stores(p, cfg);
+}
+
+int threads_used(const Implementation& impl, const Problem& p, const RunConfig& cfg) {
+  if (!impl.uses_threads) return 1;
+  return impl.threads_used ? impl.threads_used(p, cfg) : std::max(1, cfg.threads);
 }
 
 namespace {

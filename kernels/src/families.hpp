@@ -58,6 +58,7 @@ void highway_bn_apply_positions(const Problem& p, const Buffers& b, std::int64_t
                                 const double* mean, const double* rstd, bool stream, bool f64);
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
+int threaded_threads_used(const Problem& p, const RunConfig& cfg);  // see normbench::threads_used
 
 // Validation shared by forward() and reference_forward(): everything but the output buffers.
 // Returns false for the rows == 0 no-op.

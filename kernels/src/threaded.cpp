@@ -74,9 +74,13 @@ struct SplitOverThreads {
   SplitOverThreads(const Problem& p, const RunConfig& cfg)
       : threads(static_cast<int>(std::min(static_cast<std::int64_t>(cfg.threads),
                                            std::max<std::int64_t>(1, p.rows * p.cols / kMinElementsPerThread)))) {}
+  // Threads that a cut of count parts runs on.
+  int threads_for(std::int64_t count) const {
+    return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, count)));
+  }
   template <class Fn>
   void operator()(std::int64_t count, const Fn& fn) const {
-    const int nt = static_cast<int>(std::min<std::int64_t>(threads, count));
+    const int nt = threads_for(count);
     if (nt <= 1) return fn(std::int64_t{0}, count);
 #pragma omp parallel num_threads(nt)
     {
@@ -85,24 +89,55 @@ struct SplitOverThreads {
     }
   }
 };
+
+// How threaded_forward cuts a problem, and into how many parts at most (threaded_threads_used).
+enum class Cut : std::uint8_t {
+  kBatchNorm,   // batchnorm.hpp's driver: channels (channels first) or positions (channels last)
+  kGroupUnits,  // GroupNorm with groups or spatial positions: (row, group) units, each whole
+  kLongRows,    // fewer rows than threads, rows of 2+ chunks: each row's chunks in parallel
+  kRows,        // contiguous blocks of whole rows
+};
+
+Cut cut_of(const Problem& p, const RunConfig& cfg) {
+  if (p.norm == Norm::kBatchNorm) return Cut::kBatchNorm;
+  if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) return Cut::kGroupUnits;
+  if (cfg.threads > 1 && p.rows < cfg.threads && chunk_count(p.cols) >= 2) return Cut::kLongRows;
+  return Cut::kRows;
+}
+
+int long_row_threads(const Problem& p, const RunConfig& cfg) {
+  return static_cast<int>(std::min<std::int64_t>(cfg.threads, chunk_count(p.cols)));
+}
 }  // namespace
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
-  const std::int64_t chunks = chunk_count(p.cols);
   const bool stream = streaming_stores(p, cfg);
   const SplitOverThreads split(p, cfg);
-  // BatchNorm: batchnorm.hpp's driver cuts channels, blocks of positions and positions.
-  if (p.norm == Norm::kBatchNorm) return highway_batchnorm(p, b, stream, false, split);
-  if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) {
-    // GroupNorm with groups or spatial positions: (row, group) units, each whole.
-    split(units(p), [&](std::int64_t begin, std::int64_t end) { highway_group_units(p, b, begin, end, stream); });
-    return;
+  switch (cut_of(p, cfg)) {
+    case Cut::kBatchNorm:
+      return highway_batchnorm(p, b, stream, false, split);
+    case Cut::kGroupUnits:
+      return split(units(p), [&](std::int64_t begin, std::int64_t end) { highway_group_units(p, b, begin, end, stream); });
+    case Cut::kLongRows:
+      return split_long_rows(p, b, long_row_threads(p, cfg), stream);
+    case Cut::kRows:
+      return split(p.rows, [&](std::int64_t begin, std::int64_t end) { highway_rows(p, b, begin, end, stream); });
   }
-  if (cfg.threads > 1 && p.rows < cfg.threads && chunks >= 2) {
-    split_long_rows(p, b, static_cast<int>(std::min<std::int64_t>(cfg.threads, chunks)), stream);
-    return;
+}
+
+int threaded_threads_used(const Problem& p, const RunConfig& cfg) {
+  const SplitOverThreads split(p, cfg);
+  switch (cut_of(p, cfg)) {
+    case Cut::kBatchNorm:  // its largest parallel_for: every channel, or every position
+      return split.threads_for(channels_innermost(p) ? stat_cols(p) : channel_count(p));
+    case Cut::kGroupUnits:
+      return split.threads_for(units(p));
+    case Cut::kLongRows:
+      return long_row_threads(p, cfg);
+    case Cut::kRows:
+      return split.threads_for(p.rows);
   }
-  split(p.rows, [&](std::int64_t begin, std::int64_t end) { highway_rows(p, b, begin, end, stream); });
+  return 1;
 }
 
 }  // namespace normbench::detail

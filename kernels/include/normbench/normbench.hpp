@@ -238,6 +238,8 @@ struct Implementation {
   bool supports_variants = false;  // honours Problem::variant and residual_add (else standard form only)
   std::string (*target)() = nullptr;  // SIMD target that runs here ("scalar" for scalar code)
   ForwardFn kernel = nullptr;         // unchecked; call normbench::forward instead
+  // Threads a call runs on (see threads_used); null: cfg.threads where uses_threads, else 1.
+  int (*threads_used)(const Problem&, const RunConfig&) = nullptr;
 
   bool supports(Norm n, DType t) const;
 };
@@ -256,6 +258,12 @@ const Implementation& find_implementation(std::string_view name);
 
 // Whether impl writes y with non-temporal stores for this call.
 bool uses_streaming_stores(const Implementation& impl, const Problem& p, const RunConfig& cfg = {});
+
+// Threads impl runs this call on: 1 for implementations without threads; for `threaded`, fewer
+// than cfg.threads where the work does not split that far (fewer rows, units, chunks or positions
+// than threads, or fewer than kMinElementsPerThread elements each), computed by the same code
+// that cuts the work.
+int threads_used(const Implementation& impl, const Problem& p, const RunConfig& cfg = {});
 
 // Checks a call without running it; throws Error naming the first problem found.
 void validate(const Implementation& impl, const Problem& p, const Buffers& b,
