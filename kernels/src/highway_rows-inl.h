@@ -29,8 +29,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 // read, not only during the apply step: interleaved A/B, 1 thread, f32, 5 rounds: 2048x5120,
 // 2048x8192, 2048x16384 and 4096x4096 8-17% faster (the statistics read had been half the time,
 // at DRAM speed). RMSNorm's shorter apply step gained nothing consistent (4096x4096 12% slower),
-// and 3 KiB rows (21845x768) measured slower with it in a first, unpaired run.
-constexpr std::size_t kPrefetchInStatsBytes = 16 * 1024;
+// and 3 KiB rows (21845x768) measured slower with it in a first, unpaired run. 8 KiB rows too
+// (lowered from 16 KiB; interleaved A/B, 1 thread, 6 rounds): bf16 16384x4096 16% and f32
+// 8192x2048 17% faster, bf16 2048x4096 7% (p = 0.055); the L3-resident 2048x2048 unchanged.
+constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
 
 // R whole rows of at most one chunk each, starting at row r.
 template <std::size_t R, bool kStream, bool kVariant, bool kHwBf16, class T, class C, class P>
