@@ -88,14 +88,14 @@ def main(paths):
                     by_shape[s] = (f, r["implementation"], fnum(r.get("frac_of_nt_ceiling")))
         return by_shape
 
-    def frac_row(what, by_shape, target):
+    def frac_row(what, by_shape, target, extra=""):
         if not by_shape:
             return
         lo = min(by_shape.items(), key=lambda kv: kv[1][0])
         hi = max(v[0] for v in by_shape.values())
         nt = min(v[2] for v in by_shape.values())  # NaN in schema-1 reports (no non-temporal ceiling)
         nt_text = "" if math.isnan(nt) else f"; of the non-temporal ceiling >= {nt:.2f}"
-        row(what, f"{lo[1][0]:.2f} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}",
+        row(what, f"{lo[1][0]:.2f} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}{extra}",
             f">= {target:.2f}", lo[1][0] >= target)
 
     dram = lambda ws: ws >= 64 * 2**20
@@ -113,16 +113,15 @@ def main(paths):
     # 8+ rows (<= 2 MiB: memory is not the limit there), in elements/s, against the same run's DRAM
     # ceilings in f32 elements/s (8 bytes each: x read, y written).
     for norm in ("layernorm", "rmsnorm"):
-        what = f"highway-f64 {norm}, DRAM, 1 thread"
-        frac_row(what, best_frac(norm, "f32", 1, dram, ("highway-f64",)), 0.85)
         f64_rows = pick(rows, norm=norm, implementation="highway-f64", dtype="f32", threads=1)
         cached = [fnum(r.get("gelems_per_s_median")) for r in f64_rows
                   if fnum(r["working_set_bytes"]) <= 2 * 2**20 and int(r["rows"]) >= 8]
         ceilings = [fnum(r["ceiling_gbps"]) / 8 for r in f64_rows if dram(fnum(r["working_set_bytes"]))]
-        if out and out[-1][0] == what and cached and ceilings:
-            w, m, t, met = out[-1]
-            out[-1] = (w, f"{m}; compute in cache at most {max(cached):.2f} G elements/s, DRAM ceilings "
-                          f"{min(ceilings):.2f}-{max(ceilings):.2f} G elements/s", t, met)
+        extra = ""
+        if cached and ceilings:
+            extra = (f"; compute in cache at most {max(cached):.2f} G elements/s, DRAM ceilings "
+                     f"{min(ceilings):.2f}-{max(ceilings):.2f} G elements/s")
+        frac_row(f"highway-f64 {norm}, DRAM, 1 thread", best_frac(norm, "f32", 1, dram, ("highway-f64",)), 0.85, extra)
 
     # 2 threads vs 1 thread, L2-resident for both cores, >= 64 rows. The bound beside it: the
     # same shape's ordinary-store ceiling splits its copy over threads as `threaded` splits rows,
