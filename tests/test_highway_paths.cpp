@@ -10,7 +10,8 @@
 namespace normbench::testing {
 namespace {
 
-// Shapes: short rows (interleaved in pairs when they fit L2), an odd row count (a lone last row),
+// Shapes: short rows (interleaved in pairs when they fit L2), LayerNorm rows overflowing L1 with
+// their parameters (5x4096: pairs of long rows and a lone one), an odd row count (a lone last row),
 // ragged tails, rows longer than one statistics chunk.
 constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000}, {7, 33}, {5, 4096}, {2, 65537}, {3, 17}};
 

@@ -111,7 +111,8 @@ void GroupUnitsImpl(const Problem& p, const Buffers& b, std::int64_t u_begin, st
   if constexpr (kStream) hwy::FlushStream();
 }
 
-// Rows interleaved by the short-row path when detail::interleave_short_rows says so.
+// Rows interleaved by the short-row path when detail::interleave_short_rows or
+// interleave_long_layernorm_rows says so.
 constexpr std::size_t kRowsAtOnce = 2;
 
 // f32 gamma/beta widened to f64 once per call, for the f64 lanes of highway-f64: converted in the
@@ -166,11 +167,15 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
   if (chunks == 1) {
     const auto short_rows = [&](const auto* g, const auto* bt) HWY_ATTR {
       constexpr auto R = static_cast<std::int64_t>(kRowsAtOnce);
+      // highway-f64 on 16-bit data is compute-bound there: its pairs of long rows measured 5-6% slower.
+      constexpr bool kLongRowPairs = !(std::is_same_v<C, double> && sizeof(T) == 2);
       std::int64_t r = row_begin;
       // Streaming stores peel every row to the same alignment: rows must share it.
       // (Apply's widest store is two vectors' worth of bf16.)
       const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % (2 * hn::Lanes(d)) == 0;
-      if (same_alignment && detail::interleave_short_rows(p, row_end - row_begin))
+      const std::int64_t rows = row_end - row_begin;
+      if (same_alignment && (detail::interleave_short_rows(p, rows) ||
+                             (kLongRowPairs && g && bt && detail::interleave_long_layernorm_rows(p, rows))))
         for (; r + R <= row_end; r += R) {
           add_rows(r, R);
           ShortRows<kRowsAtOnce, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + R < row_end ? row_x(r + R) : nullptr);
