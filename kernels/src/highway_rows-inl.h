@@ -32,6 +32,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // and 3 KiB rows (21845x768) measured slower with it in a first, unpaired run. 8 KiB rows too
 // (lowered from 16 KiB; interleaved A/B, 1 thread, 6 rounds): bf16 16384x4096 16% and f32
 // 8192x2048 17% faster, bf16 2048x4096 7% (p = 0.055); the L3-resident 2048x2048 unchanged.
+// The apply step still prefetches the same next rows: without its prefetch, f32 2048x4096 and
+// 8192x2048 took 20% longer (interleaved A/B, 4 rounds); a line already on its way costs little.
 constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
 
 // R whole rows of at most one chunk each, starting at row r.
