@@ -75,17 +75,20 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg) {
   return 2 * output_bytes >= last_level_cache_bytes();
 }
 
+// The row length that separates the two pairing rules below.
+constexpr std::int64_t kShortRowBytes = 4096;
+
 bool interleave_short_rows(const Problem& p, std::int64_t rows) {
   static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
   const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
-  return row_bytes <= 4096 && 2 * rows * row_bytes <= l2;
+  return row_bytes <= kShortRowBytes && 2 * rows * row_bytes <= l2;
 }
 
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
   const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
   const auto param_bytes = 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
-  return centres(p.norm) && row_bytes > 4096 && 2 * row_bytes + param_bytes > l1 &&
+  return centres(p.norm) && row_bytes > kShortRowBytes && 2 * row_bytes + param_bytes > l1 &&
          2 * rows * row_bytes < last_level_cache_bytes();
 }
 }  // namespace detail
