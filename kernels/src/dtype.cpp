@@ -24,15 +24,7 @@ DType parse_dtype(std::string_view name) {
   throw Error(fmt::format("unknown dtype '{}' (expected f32, f64, bf16 or f16)", name));
 }
 
-std::size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kBF16:
-    case DType::kF16: return 2;
-  }
-  throw Error(fmt::format("invalid dtype value {}", static_cast<int>(t)));
-}
+void throw_invalid_dtype(DType t) { throw Error(fmt::format("invalid dtype value {}", static_cast<int>(t))); }
 
 namespace {
 struct Format {

@@ -388,11 +388,12 @@ HWY_INLINE void AddRowInto(D d, const T* x, const T* r, T* h, std::size_t n) {
 constexpr std::size_t kAcc = 4;
 
 // Sum of the kAcc accumulators of a row, always in the same tree order, then across lanes.
+// Written out rather than looped in place over `a`: GCC kept the accumulators on the stack for the
+// in-place tree, so every row's reduction waited on 64-byte store-to-load forwarding.
 template <class D>
-HWY_INLINE hn::TFromD<D> Total(D d, hn::Vec<D>* a) {
-  for (std::size_t width = kAcc / 2; width >= 1; width /= 2)
-    for (std::size_t k = 0; k < width; ++k) a[k] = hn::Add(a[2 * k], a[2 * k + 1]);
-  return hn::GetLane(hn::SumOfLanes(d, a[0]));
+HWY_INLINE hn::TFromD<D> Total(D d, const hn::Vec<D>* a) {
+  static_assert(kAcc == 4);
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a[0], a[1]), hn::Add(a[2], a[3]))));
 }
 
 // sum(x_r - shift_r) for each row r, kAcc independent accumulators per row.
