@@ -530,6 +530,12 @@ HWY_INLINE V Normalize(V xv, V mean, V rstd, V gamma, V beta, bool has_gamma, bo
 
 // y_r = (x_r - mean_r) * rstd_r [* gamma] [+ beta]; reads each x vector before writing y (in
 // place ok); gamma/beta are loaded once for the R rows.
+// kLoadsBeforeStores: each column of the R rows loads every row's x before it stores any row's y.
+// Rows of 4 KiB (1024 floats) with x and y at the same offset in their pages had the second row's
+// load follow the first row's store to an address equal in its low 12 bits, which the core treats
+// as a possible dependency (4K aliasing): 128x1024 LayerNorm took 19-20 us with y at x's page
+// offset and 17 us with 1-2 KiB between them (a microbenchmark of `highway`). Interleaved A/B in
+// normbench, 1 thread, 6 rounds: f32 128x1024 14-19%, 8x4096 13-14%, LayerNorm 128x4096 6% faster.
 // While the rows are in L1, it prefetches the next rows' x into L2 (next_x: `R` rows of `n`
 // elements, contiguous), so their memory traffic overlaps this compute (interleaved A/B: bf16
 // 2048x4096 10-16% faster, nothing slower). Prefetching into L1, or prefetching y for writing,
@@ -587,8 +593,10 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
     const bool whole = count == N;
     const auto g = prep_gamma(param(gamma, i, count));
     const auto b = prep_beta(param(beta, i, count));
+    hn::Vec<D> xv[R];  // every row's x before any row's y: see kLoadsBeforeStores
+    for (std::size_t r = 0; r < R; ++r) xv[r] = whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count);
     for (std::size_t r = 0; r < R; ++r) {
-      const auto v = value(whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count), g, b, r);
+      const auto v = value(xv[r], g, b, r);
       if (whole && stream)
         StoreRow<kStream>(d, v, y[r] + i);
       else if (whole)
@@ -606,9 +614,13 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
     if constexpr (kPairs) {
       const auto g0 = prep_gamma(param(gamma, i, N)), g1 = prep_gamma(param(gamma, i + N, N));
       const auto b0 = prep_beta(param(beta, i, N)), b1 = prep_beta(param(beta, i + N, N));
+      hn::Vec<D> lo[R], hi[R];
+      for (std::size_t r = 0; r < R; ++r) {
+        lo[r] = LoadRow(d, x[r] + i);
+        hi[r] = LoadRow(d, x[r] + i + N);
+      }
       for (std::size_t r = 0; r < R; ++r)
-        NarrowPairToBf16<kStream, kHwBf16>(d, value(LoadRow(d, x[r] + i), g0, b0, r),
-                                  value(LoadRow(d, x[r] + i + N), g1, b1, r), y[r] + i);
+        NarrowPairToBf16<kStream, kHwBf16>(d, value(lo[r], g0, b0, r), value(hi[r], g1, b1, r), y[r] + i);
     } else {
       columns(i, N, true);
     }
