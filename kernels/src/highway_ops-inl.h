@@ -536,6 +536,9 @@ HWY_INLINE V Normalize(V xv, V mean, V rstd, V gamma, V beta, bool has_gamma, bo
 // as a possible dependency (4K aliasing): 128x1024 LayerNorm took 19-20 us with y at x's page
 // offset and 17 us with 1-2 KiB between them (a microbenchmark of `highway`). Interleaved A/B in
 // normbench, 1 thread, 6 rounds: f32 128x1024 14-19%, 8x4096 13-14%, LayerNorm 128x4096 6% faster.
+// A second A/B read 3x768 to 43x768 10-25% slower, with the unchanged ceilings 3-13% slower in the
+// same runs (code placement differs between builds); the microbenchmark at y offsets of 0, 1088,
+// 2048 and 3136 bytes found those shapes the same or faster.
 // While the rows are in L1, it prefetches the next rows' x into L2 (next_x: `R` rows of `n`
 // elements, contiguous), so their memory traffic overlaps this compute (interleaved A/B: bf16
 // 2048x4096 10-16% faster, nothing slower). Prefetching into L1, or prefetching y for writing,
