@@ -530,7 +530,7 @@ HWY_INLINE V Normalize(V xv, V mean, V rstd, V gamma, V beta, bool has_gamma, bo
 
 // y_r = (x_r - mean_r) * rstd_r [* gamma] [+ beta]; reads each x vector before writing y (in
 // place ok); gamma/beta are loaded once for the R rows.
-// kLoadsBeforeStores: each column of the R rows loads every row's x before it stores any row's y.
+// Loads before stores: each column of the R rows loads every row's x before it stores any row's y.
 // Rows of 4 KiB (1024 floats) with x and y at the same offset in their pages had the second row's
 // load follow the first row's store to an address equal in its low 12 bits, which the core treats
 // as a possible dependency (4K aliasing): 128x1024 LayerNorm took 19-20 us with y at x's page
@@ -596,7 +596,7 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
     const bool whole = count == N;
     const auto g = prep_gamma(param(gamma, i, count));
     const auto b = prep_beta(param(beta, i, count));
-    hn::Vec<D> xv[R];  // every row's x before any row's y: see kLoadsBeforeStores
+    hn::Vec<D> xv[R];  // every row's x before any row's y (loads before stores, above)
     for (std::size_t r = 0; r < R; ++r) xv[r] = whole ? LoadRow(d, x[r] + i) : LoadPartial(d, x[r] + i, count);
     for (std::size_t r = 0; r < R; ++r) {
       const auto v = value(xv[r], g, b, r);
@@ -617,7 +617,7 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
     if constexpr (kPairs) {
       const auto g0 = prep_gamma(param(gamma, i, N)), g1 = prep_gamma(param(gamma, i + N, N));
       const auto b0 = prep_beta(param(beta, i, N)), b1 = prep_beta(param(beta, i + N, N));
-      hn::Vec<D> lo[R], hi[R];
+      hn::Vec<D> lo[R], hi[R];  // loads before stores, as in columns
       for (std::size_t r = 0; r < R; ++r) {
         lo[r] = LoadRow(d, x[r] + i);
         hi[r] = LoadRow(d, x[r] + i + N);
