@@ -1,7 +1,14 @@
 // Cache sizes: sysfs first (what the kernel was told by CPUID/ACPI); sysconf is a fallback
-// because glibc's answer can be wrong under hypervisors (this VM: sysconf says 320 MiB of L3,
-// sysfs and lscpu say 32 MiB).
+// because glibc's answer can be wrong under hypervisors (one VM here: sysconf said 320 MiB of L3,
+// sysfs and lscpu 32 MiB; another, a Zen 5 without sysfs cache entries, sysconf 508 MiB).
 #include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <algorithm>
+#include <cstring>
 
 #include <fstream>
 #include <string>
@@ -38,10 +45,35 @@ std::int64_t sysfs_cache_bytes(int level) {
   return 0;
 }
 
+// An AMD core reaches only the L3 of its own core complex: 32 MiB on Zen 3 to Zen 5 (96 MiB with
+// 3D V-Cache). CPUID 0x8000001D tells the size and sharing of each cache; a VM that leaves it
+// empty (and has no sysfs entries) still reports the whole socket's L3 in 0x80000006, which glibc
+// returns: 508 MiB on a 2-vCPU Zen 5 VM, where 32 MiB of outputs would then never be streamed.
+constexpr std::int64_t kAmdCoreComplexL3Bytes = std::int64_t{32} << 20;
+
+bool amd_without_cache_topology() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  if (std::strcmp(vendor, "AuthenticAMD") != 0) return false;
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x8000001Du) return true;
+  __cpuid_count(0x8000001Du, 0, a, b, c, d);
+  return (a & 0x1Fu) == 0;  // no cache described
+#else
+  return false;
+#endif
+}
+
 std::int64_t sysconf_cache_bytes(int level) {
   const long v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : level == 2 ? _SC_LEVEL2_CACHE_SIZE
                                                                            : _SC_LEVEL3_CACHE_SIZE);
-  return v > 0 ? v : 0;
+  if (v <= 0) return 0;
+  if (level == 3 && amd_without_cache_topology()) return std::min<std::int64_t>(v, kAmdCoreComplexL3Bytes);
+  return v;
 }
 }  // namespace
 
