@@ -20,15 +20,29 @@ namespace normbench::report {
 namespace fs = std::filesystem;
 
 namespace {
+// `model name`, with the family and model numbers where /proc/cpuinfo has them: hypervisors often
+// shorten the name to the vendor's brand ("AMD EPYC" on both a Zen 4 and a Zen 5 VM here), and
+// reports from different cores must not look comparable.
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  return "unknown";
+  std::string line, name = "unknown", family, model;
+  const auto value = [&] {
+    const auto colon = line.find(':');
+    const auto start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? std::string() : line.substr(start);
+  };
+  while (std::getline(in, line)) {
+    if (line.empty()) break;  // the first processor's block is enough
+    if (line.rfind("model name", 0) == 0)
+      name = value();
+    else if (line.rfind("cpu family", 0) == 0)
+      family = value();
+    else if (line.rfind("model", 0) == 0 && line.find(':') != std::string::npos &&
+             line.substr(0, line.find(':')).find_last_not_of(" \t") == 4)
+      model = value();
+  }
+  if (!family.empty() && !model.empty()) name += " (family " + family + ", model " + model + ")";
+  return name;
 }
 }  // namespace
 
