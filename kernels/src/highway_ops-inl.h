@@ -699,17 +699,15 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
 }
 
 // Statistics of chunk k of a row (see chunked_stats.hpp): LayerNorm (mean, M2), RMSNorm (-, sum x^2).
-// next_row (optional): the row after this one, whose chunk k is prefetched into L2 while this
-// chunk streams.
 template <class D, class T>
 HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t cols, std::int64_t k, Norm norm,
-                                hn::TFromD<D>& mean, hn::TFromD<D>& m2, const T* next_row = nullptr) {
+                                hn::TFromD<D>& mean, hn::TFromD<D>& m2) {
   const std::int64_t begin = k * detail::kStatsChunk;
   const auto n = static_cast<std::size_t>(std::min(cols - begin, detail::kStatsChunk));
   const T* x[1] = {row + begin};
   mean = 0;
   if (centres(norm))
-    BlockStats<1>(d, x, n, &mean, &m2, next_row ? next_row + begin : nullptr);
+    BlockStats<1>(d, x, n, &mean, &m2);
   else
     SumsOfSquares<1>(d, x, n, &m2);
 }

@@ -201,17 +201,19 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       short_rows(gamma, beta);
     }
   } else {  // long rows: fixed chunks merged in order, exactly as `threaded` does in parallel
-    // LayerNorm: each chunk's statistics read prefetches the same chunk of the next row, as short
-    // rows of >= kPrefetchInStatsBytes do; the apply step's prefetch alone left the memory idle
-    // while the statistics ran from L2 (interleaved A/B, 1 thread, 4 rounds: 128x65537 f32 11%
-    // and bf16 11% faster, 128x65536 f32 -2.5% (not significant) and bf16 15% faster).
+    // The statistics read does not prefetch the next row (short rows of >= kPrefetchInStatsBytes
+    // do): only the apply step, which runs from L2, does, so that the next row's memory traffic
+    // overlaps its compute. On a Zen 4 VM the statistics' prefetch of the next row's chunk had
+    // measured 11% faster (128x65537 f32 and bf16); on the Zen 5 VM, interleaved A/B, 1 thread,
+    // 4 rounds, LayerNorm 128x65537 without it: highway f32 22%, bf16 25%, highway-f64 f32 25%
+    // faster (it front-loaded two rows' DRAM traffic into the statistics, leaving the apply's idle).
     const auto row_in = [&](std::int64_t r) { return static_cast<const T*>(in.x) + r * p.cols; };
     for (std::int64_t r = row_begin; r < row_end; ++r) {
       add_rows(r, 1);
       detail::ChunkAccumulator<C> acc;
       for (std::int64_t k = 0; k < chunks; ++k) {
         C chunk_mean, chunk_m2;
-        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2, r + 1 < row_end ? row_x(r + 1) : nullptr);
+        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2);
         const C count = static_cast<C>(std::min(p.cols - k * detail::kStatsChunk, detail::kStatsChunk));
         if (centres(p.norm))
           acc.add_layernorm(count, chunk_mean, chunk_m2);
