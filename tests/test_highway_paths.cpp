@@ -1,6 +1,12 @@
 // The highway family's internal choices must never change a result: non-temporal stores versus
 // ordinary ones (with y unaligned to the vector, and in place), and rows processed in interleaved
 // pairs versus one at a time.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -68,6 +74,30 @@ TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMoreInRowsOfAL
   const std::int64_t short_rows = 4 * llc / 48;
   EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF16, short_rows, 24, 1e-5}));
   EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF16, short_rows / 2, 48, 1e-5}));
+}
+
+// The store policy's cache size: never above what glibc reports, and on an AMD CPU whose VM hides
+// the cache topology (no sysfs cache entries), a core complex's L3 at most, not the socket's
+// (a Zen 5 VM here reported 508 MiB, and no output below 254 MiB was streamed).
+TEST(HighwayPaths, LastLevelCacheIsWhatOneCoreCanUse) {
+  const std::int64_t llc = last_level_cache_bytes();
+  ASSERT_GT(llc, 0);
+  EXPECT_EQ(data_cache_bytes(3) > 0 ? data_cache_bytes(3) : llc, llc);
+  const long from_glibc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (from_glibc > 0) {
+    EXPECT_LE(llc, from_glibc);
+  }
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool amd = false;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("vendor_id", 0) == 0) {
+      amd = line.find("AuthenticAMD") != std::string::npos;
+      break;
+    }
+  if (!amd || std::filesystem::exists("/sys/devices/system/cpu/cpu0/cache/index0"))
+    GTEST_SKIP() << "not an AMD CPU without sysfs cache entries";
+  EXPECT_LE(llc, std::int64_t{32} << 20);
 }
 
 TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
