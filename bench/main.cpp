@@ -86,7 +86,7 @@ class PlacedBytes {
   unsigned char* data() { return storage_.data() + offset_; }
   const unsigned char* data() const { return storage_.data() + offset_; }
   std::size_t size() const { return storage_.size() - offset_; }
-  bool empty() const { return storage_.empty(); }
+  bool empty() const { return size() == 0; }
 
  private:
   std::vector<unsigned char, AlignedAllocator<unsigned char, kPage>> storage_;

@@ -25,22 +25,17 @@ namespace {
 // reports from different cores must not look comparable.
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
-  std::string line, name = "unknown", family, model;
-  const auto value = [&] {
+  std::string line, name, family, model;
+  while (std::getline(in, line)) {  // "key<tabs>: value"; the first of each key (CPU 0's)
     const auto colon = line.find(':');
-    const auto start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
-    return start == std::string::npos ? std::string() : line.substr(start);
-  };
-  while (std::getline(in, line)) {
-    if (line.empty()) break;  // the first processor's block is enough
-    if (line.rfind("model name", 0) == 0)
-      name = value();
-    else if (line.rfind("cpu family", 0) == 0)
-      family = value();
-    else if (line.rfind("model", 0) == 0 && line.find(':') != std::string::npos &&
-             line.substr(0, line.find(':')).find_last_not_of(" \t") == 4)
-      model = value();
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const auto start = line.find_first_not_of(" \t", colon + 1);
+    std::string* field = key == "model name" ? &name : key == "cpu family" ? &family : key == "model" ? &model : nullptr;
+    if (field && field->empty() && start != std::string::npos) *field = line.substr(start);
   }
+  if (name.empty()) name = "unknown";
   if (!family.empty() && !model.empty()) name += " (family " + family + ", model " + model + ")";
   return name;
 }
