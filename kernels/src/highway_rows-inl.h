@@ -54,7 +54,7 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
     y[k] = static_cast<T*>(b.y) + (r + static_cast<std::int64_t>(k)) * p.cols;
     mean[k] = 0;
   }
-  if (centres(p.norm))  // rows of >= 16 KiB: the next rows' prefetch starts in this read already
+  if (centres(p.norm))  // blocks of >= kPrefetchInStatsBytes: the next rows' prefetch starts in this read already
     BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
   else
     SumsOfSquares<R>(d, x, n, m2);
