@@ -12,7 +12,8 @@ TEST(Threaded, BitwiseEqualToHighwayForEveryThreadCount) {
   const Implementation& hw = find_implementation("highway");
   const Implementation& th = find_implementation("threaded");
   // Rows >= threads split by rows; fewer, long rows split into fixed chunks (several chunks of
-  // 32K plus a ragged tail) merged in order.
+  // 32K plus a ragged tail) merged in order: 1x163845 and 2x131072 (at 3 and 8 threads) split
+  // their rows, 1x65537 runs whole and 3x65537 by rows.
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{64, 1000}, {64, 4096}, {3, 65537},  {1000, 768},
                                                           {7, 33},    {1, 65537}, {1, 163845}, {2, 131072}};
   for (std::int64_t target : simd_targets()) {
@@ -57,7 +58,10 @@ TEST(Threaded, ThreadsUsedFollowsHowTheWorkIsCut) {
     EXPECT_EQ(used(th, n, 3, 16384, 8), 3);     // at most one per row
     EXPECT_EQ(used(th, n, 2, 4096, 2), 1);      // 8192 elements: below two threads' minimum
     EXPECT_EQ(used(th, n, 1, 4096, 2), 1);      // a decode row of one chunk runs whole
-    EXPECT_EQ(used(th, n, 1, 65537, 8), 3);     // a long row: one thread per chunk, 3 chunks
+    EXPECT_EQ(used(th, n, 1, 65537, 8), 1);     // a long row, but under two chunks a thread: whole
+    EXPECT_EQ(used(th, n, 1, 163845, 8), 2);    // a long row: two chunks (64K elements) a thread
+    EXPECT_EQ(used(th, n, 1, 1 << 20, 8), 8);   // 32 chunks: at most one thread per thread asked
+    EXPECT_EQ(used(th, n, 1, 1 << 20, 64), 16); // and at most one per two chunks
     EXPECT_EQ(used(th, n, 1, 33554432, 2), 2);
   }
   Problem group{Norm::kGroupNorm, DType::kF32, 2, 32 * 1024, 1e-5};  // 2 rows of 4 groups: 8 units

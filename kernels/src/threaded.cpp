@@ -98,15 +98,24 @@ enum class Cut : std::uint8_t {
   kRows,        // contiguous blocks of whole rows
 };
 
+// A row is split across threads only where each thread gets this many of its elements (two
+// statistics chunks): on the Zen 5 VM a split 1x65537 row took longer at 2 threads than at 1
+// (f32 RMSNorm 8.9-10.0 us against 4.9-7.4, LayerNorm 10.3-10.8 against 9.3-11.7), as did
+// 1x98304 (RMSNorm 14.3 against 13.3), while 1x131072 gained (RMSNorm 12.1-14.8 us against
+// 17.7-21.3, LayerNorm 18.8-19.2 against 25.4-28.9); 7 repetitions a case, two or three runs.
+// Either way the results are the same bits: the serial path merges the same chunks in order.
+constexpr std::int64_t kMinLongRowElementsPerThread = 2 * kStatsChunk;
+
+int long_row_threads(const Problem& p, const RunConfig& cfg) {
+  return static_cast<int>(std::min({static_cast<std::int64_t>(cfg.threads), chunk_count(p.cols),
+                                    p.cols / kMinLongRowElementsPerThread}));
+}
+
 Cut cut_of(const Problem& p, const RunConfig& cfg) {
   if (p.norm == Norm::kBatchNorm) return Cut::kBatchNorm;
   if (p.norm == Norm::kGroupNorm && (group_count(p) > 1 || spatial_size(p) > 1)) return Cut::kGroupUnits;
-  if (cfg.threads > 1 && p.rows < cfg.threads && chunk_count(p.cols) >= 2) return Cut::kLongRows;
+  if (cfg.threads > 1 && p.rows < cfg.threads && long_row_threads(p, cfg) >= 2) return Cut::kLongRows;
   return Cut::kRows;
-}
-
-int long_row_threads(const Problem& p, const RunConfig& cfg) {
-  return static_cast<int>(std::min<std::int64_t>(cfg.threads, chunk_count(p.cols)));
 }
 }  // namespace
 
