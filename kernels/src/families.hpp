@@ -48,11 +48,13 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg);
 bool interleave_short_rows(const Problem& p, std::int64_t rows);
 // Whether highway interleaves two LayerNorm rows (with gamma and beta) longer than 4 KiB: where
 // a row's x and y and the parameters overflow L1, each row re-read gamma and beta from L2 in its
-// apply step; a pair reads them once. Only while the rows stay cached (x + y below the last-level
-// cache, where the auto store policy does not stream). Interleaved A/B, 1 thread, 4 rounds:
+// apply step; a pair reads them once. While the rows stay cached (x + y below the last-level
+// cache, where the auto store policy does not stream), and in DRAM where gamma and beta take 128
+// KiB or more (see kDramPairParamBytes). Interleaved A/B, 1 thread, 4 rounds:
 // f32 8x4096 10%, 8x16384 14%, 512x4096 10%, 128x5120 12% faster; bf16 8x4096 10%, 512x4096 14%,
 // 8x16384 19%; f64 8x4096 13%; 2 threads 10-24%. Not where no L1 overflow (f32 128x2048: the same),
-// nor for RMSNorm (f32 64x4096 19% and 256x2048 14% slower) or in DRAM (bf16 2048x4096 7% slower).
+// nor for RMSNorm (f32 64x4096 19% and 256x2048 14% slower) or shorter rows in DRAM (bf16
+// 2048x4096 7% slower on Zen 4, 5% on Zen 5).
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 
 // BatchNorm with the highway kernels (f64: the highway-f64 compute type), see batchnorm.hpp:
