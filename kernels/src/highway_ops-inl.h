@@ -487,34 +487,57 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
   }
 }
 
-// sum(x_r^2), kAcc independent accumulators per row.
+// Accumulators of the sum of squares (RMSNorm's statistics): 8 on AVX-512 targets, whose 32
+// registers hold them for two interleaved rows. One FMA per vector, so 4 chains left the FMA pipes
+// half idle on Zen 5 (latency 4, two pipes): interleaved A/B, 1 thread, 3 rounds, `highway`
+// RMSNorm f32 1x768 8%, 43x768 9%, 128x768 12%, 128x4096 4%, bf16 3-6% faster, nothing slower.
+// (The centred sums keep kAcc: they issue three operations a vector, and eight pairs of
+// accumulators for two rows would take every register.) Same count for every R and every path,
+// so `threaded` stays bitwise equal to `highway`.
+#if HWY_TARGET <= HWY_AVX3
+constexpr std::size_t kSquareAcc = 8;
+#else
+constexpr std::size_t kSquareAcc = kAcc;
+#endif
+
+template <class D>
+HWY_INLINE hn::TFromD<D> TotalOfSquares(D d, const hn::Vec<D>* a) {
+  if constexpr (kSquareAcc == 8)
+    return hn::GetLane(hn::SumOfLanes(
+        d, hn::Add(hn::Add(hn::Add(a[0], a[1]), hn::Add(a[2], a[3])), hn::Add(hn::Add(a[4], a[5]), hn::Add(a[6], a[7])))));
+  else
+    return Total(d, a);
+}
+
+// sum(x_r^2), kSquareAcc independent accumulators per row.
 template <std::size_t R, class D, class T>
 HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out) {
   const std::size_t N = hn::Lanes(d);
   constexpr std::size_t kStep = kSumStep<D, T>;
-  static_assert(kAcc % kStep == 0);
-  hn::Vec<D> a[R][kAcc];
+  constexpr std::size_t K = kSquareAcc;
+  static_assert(K % kStep == 0);
+  hn::Vec<D> a[R][K];
   for (std::size_t r = 0; r < R; ++r)
     for (auto& v : a[r]) v = hn::Zero(d);
   std::size_t i = 0;
-  for (; i + kAcc * N <= n; i += kAcc * N)
+  for (; i + K * N <= n; i += K * N)
     for (std::size_t r = 0; r < R; ++r)
-      for (std::size_t j = 0; j < kAcc; j += kStep) {
+      for (std::size_t j = 0; j < K; j += kStep) {
         hn::Vec<D> v[kStep];
         LoadSumStep(d, x[r] + i + j * N, v);
         for (std::size_t k = 0; k < kStep; ++k) a[r][j + k] = hn::MulAdd(v[k], v[k], a[r][j + k]);
       }
-  for (; i + N <= n; i += N)
+  for (std::size_t j = 0; i + N <= n; i += N, ++j)  // fewer than K vectors left: one accumulator each
     for (std::size_t r = 0; r < R; ++r) {
       const auto v = LoadRow(d, x[r] + i);
-      a[r][0] = hn::MulAdd(v, v, a[r][0]);
+      a[r][j] = hn::MulAdd(v, v, a[r][j]);
     }
   if (i < n)
     for (std::size_t r = 0; r < R; ++r) {
       const auto v = LoadPartial(d, x[r] + i, n - i);  // zero lanes add nothing
-      a[r][1] = hn::MulAdd(v, v, a[r][1]);
+      a[r][K - 1] = hn::MulAdd(v, v, a[r][K - 1]);
     }
-  for (std::size_t r = 0; r < R; ++r) out[r] = Total(d, a[r]);
+  for (std::size_t r = 0; r < R; ++r) out[r] = TotalOfSquares(d, a[r]);
 }
 
 // (x - mean) * rstd [* gamma] [+ beta], one rounding fewer than the formula where an FMA fits
