@@ -107,8 +107,7 @@ enum class Cut : std::uint8_t {
 constexpr std::int64_t kMinLongRowElementsPerThread = 2 * kStatsChunk;
 
 int long_row_threads(const Problem& p, const RunConfig& cfg) {
-  return static_cast<int>(std::min({static_cast<std::int64_t>(cfg.threads), chunk_count(p.cols),
-                                    p.cols / kMinLongRowElementsPerThread}));
+  return static_cast<int>(std::min(static_cast<std::int64_t>(cfg.threads), p.cols / kMinLongRowElementsPerThread));
 }
 
 Cut cut_of(const Problem& p, const RunConfig& cfg) {
@@ -120,12 +119,12 @@ Cut cut_of(const Problem& p, const RunConfig& cfg) {
 }  // namespace
 
 void threaded_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
+  const SplitOverThreads split(p, cfg);
   // Work for one thread (every cut below gives it one thread: no long row is this short) is
   // highway's own call, without the cut's bookkeeping: decode rows at 2 threads had taken 2-6 ns
   // (3-6%) longer than `highway` (f32 1x768 and 1x1024, 7 repetitions, three runs), now 1-2 ns.
-  if (cfg.threads <= 1 || p.rows * p.cols < 2 * kMinElementsPerThread) return highway_forward(p, b, cfg);
+  if (split.threads <= 1) return highway_forward(p, b, cfg);
   const bool stream = streaming_stores(p, cfg);
-  const SplitOverThreads split(p, cfg);
   switch (cut_of(p, cfg)) {
     case Cut::kBatchNorm:
       return highway_batchnorm(p, b, stream, false, split);
