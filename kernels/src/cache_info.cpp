@@ -107,13 +107,35 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg) {
   return 2 * output_bytes >= last_level_cache_bytes();
 }
 
-// The row length that separates the two pairing rules below.
+// The row length that separates short rows (pairs) from long ones (the LayerNorm rules below).
 constexpr std::int64_t kShortRowBytes = 4096;
 
 bool interleave_short_rows(const Problem& p, std::int64_t rows) {
   static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
   const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
   return row_bytes <= kShortRowBytes && 2 * rows * row_bytes <= l2;
+}
+
+namespace {
+// Whether a LayerNorm row (with gamma and beta) is longer than kShortRowBytes and its x and y
+// and the parameters overflow L1, so that its apply step re-reads gamma and beta from L2.
+bool layernorm_rows_overflow_l1(const Problem& p) {
+  static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
+  const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
+  const auto param_bytes = 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
+  return centres(p.norm) && row_bytes > kShortRowBytes && 2 * row_bytes + param_bytes > l1;
+}
+
+bool rows_stay_cached(const Problem& p, std::int64_t rows) {
+  return 2 * rows * p.cols * static_cast<std::int64_t>(dtype_size(p.dtype)) < last_level_cache_bytes();
+}
+}  // namespace
+
+// Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).
+constexpr std::int64_t kMinBlockedRows = 3;
+
+bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
+  return rows >= kMinBlockedRows && layernorm_rows_overflow_l1(p) && rows_stay_cached(p, rows);
 }
 
 // Streaming from DRAM, pairs pay only where gamma and beta are this large (f32 parameters of 16384
@@ -124,11 +146,8 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows) {
 constexpr std::int64_t kDramPairParamBytes = std::int64_t{128} << 10;
 
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
-  static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
-  const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
   const auto param_bytes = 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
-  return centres(p.norm) && row_bytes > kShortRowBytes && 2 * row_bytes + param_bytes > l1 &&
-         (2 * rows * row_bytes < last_level_cache_bytes() || param_bytes >= kDramPairParamBytes);
+  return layernorm_rows_overflow_l1(p) && (rows_stay_cached(p, rows) || param_bytes >= kDramPairParamBytes);
 }
 }  // namespace detail
 

@@ -46,15 +46,23 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg);
 // whose x and y fit in L2. Interleaved A/B (f32 and bf16, 1 thread): 128x768 and 128x1024 10-12%
 // faster; 128x2048 13-17% and L3-resident 2048x1024 8% slower, so not there.
 bool interleave_short_rows(const Problem& p, std::int64_t rows);
-// Whether highway interleaves two LayerNorm rows (with gamma and beta) longer than 4 KiB: where
-// a row's x and y and the parameters overflow L1, each row re-read gamma and beta from L2 in its
-// apply step; a pair reads them once. While the rows stay cached (x + y below the last-level
-// cache, where the auto store policy does not stream), and in DRAM where gamma and beta take 128
-// KiB or more (see kDramPairParamBytes). Interleaved A/B, 1 thread, 4 rounds:
-// f32 8x4096 10%, 8x16384 14%, 512x4096 10%, 128x5120 12% faster; bf16 8x4096 10%, 512x4096 14%,
-// 8x16384 19%; f64 8x4096 13%; 2 threads 10-24%. Not where no L1 overflow (f32 128x2048: the same),
-// nor for RMSNorm (f32 64x4096 19% and 256x2048 14% slower) or shorter rows in DRAM (bf16
-// 2048x4096 7% slower on Zen 4, 5% on Zen 5).
+// LayerNorm rows (with gamma and beta) longer than 4 KiB whose x and y and the parameters
+// overflow L1, so that each row's apply step re-read gamma and beta from L2:
+// block_long_layernorm_rows: 3 rows or more that stay cached (x + y below the last-level cache,
+// where the auto store policy does not stream): highway computes the statistics of blocks of up
+// to 8 rows, then applies them column block by column block, each block of gamma and beta to
+// every row of the block while it is in L1 (see BlockedRows). Interleaved A/B against pairs, Zen 5
+// VM, 1 thread, 4 rounds: f32 8x4096 15%, 16x4096 14%, 64x4096 17%, 128x4096 17%, 128x5120 17%,
+// 128x8192 20%, 8x16384 14%, 512x4096 12% faster; bf16 128x5120 11%, 128x8192 15%, 128x16384
+// 16%; f16 128x8192 16%; f64 3x4096 9%, 256x4096 13% faster; 2 threads f32 5-15% faster.
+// interleave_long_layernorm_rows: two rows at a time where fewer rows stay cached, and in DRAM
+// where gamma and beta take 128 KiB or more (see kDramPairParamBytes), so that a pair reads them
+// once. Interleaved A/B, 1 thread, 4 rounds: f32 8x4096 10%, 2048x16384 13%, bf16 2048x16384 15%
+// faster than single rows; not for shorter rows in DRAM (bf16 2048x4096 7% slower on Zen 4, 5% on
+// Zen 5), nor where no L1 overflow (f32 128x2048: the same), nor for RMSNorm, whose apply step
+// reads gamma only (pairs: f32 64x4096 19% and 256x2048 14% slower; blocks: 4x4096 and 8x4096
+// 11-17% slower, 128x8192 18% faster).
+bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 
 // BatchNorm with the highway kernels (f64: the highway-f64 compute type), see batchnorm.hpp:

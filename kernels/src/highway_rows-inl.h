@@ -36,6 +36,20 @@ namespace hn = hwy::HWY_NAMESPACE;
 // 8192x2048 took 20% longer (interleaved A/B, 4 rounds); a line already on its way costs little.
 constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
 
+// Row r's rstd from its M2 (RMSNorm: sum of squares), with mean and rstd written where asked;
+// storage_compute rounds mean (in place) and the returned rstd to T, as the apply step uses them.
+template <bool kVariant, class T, class C>
+HWY_INLINE C RowScale(const Problem& p, const Buffers& b, std::int64_t r, C& mean, C m2) {
+  C rstd = detail::row_rstd(m2, p.cols, p);
+  if (b.mean) b.mean[r] = static_cast<float>(mean);
+  if (b.rstd) b.rstd[r] = static_cast<float>(rstd);
+  if (kVariant && p.variant.storage_compute) {
+    mean = RoundScalarToStorage<T>(mean);
+    rstd = RoundScalarToStorage<T>(rstd);
+  }
+  return rstd;
+}
+
 // R whole rows of at most one chunk each, starting at row r: statistics, then the apply step.
 // Not software-pipelined: computing the next block's statistics before this block's apply step
 // (so that each block's closing chain of horizontal sums, division and square root would overlap
@@ -58,16 +72,53 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
     BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
   else
     SumsOfSquares<R>(d, x, n, m2);
-  for (std::size_t k = 0; k < R; ++k) {
-    rstd[k] = detail::row_rstd(m2[k], p.cols, p);
-    if (b.mean) b.mean[r + static_cast<std::int64_t>(k)] = static_cast<float>(mean[k]);
-    if (b.rstd) b.rstd[r + static_cast<std::int64_t>(k)] = static_cast<float>(rstd[k]);
-    if (kVariant && p.variant.storage_compute) {
-      mean[k] = RoundScalarToStorage<T>(mean[k]);
-      rstd[k] = RoundScalarToStorage<T>(rstd[k]);
+  for (std::size_t k = 0; k < R; ++k)
+    rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
+  Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
+}
+
+// Rows of a block computed by BlockedRows (see detail::block_long_layernorm_rows).
+constexpr std::int64_t kBlockRows = 8;
+// Columns of one block of BlockedRows' apply step: gamma and beta for them take 16 KiB, a third of
+// a 48 KiB L1, beside the block of x and y of the row being written.
+constexpr std::size_t kApplyBlockParamBytes = 16 * 1024;
+
+// count (<= kBlockRows) whole rows of at most one chunk each, starting at row r: the statistics
+// of every row, then the apply step column block by column block, each block of gamma and beta
+// applied to every row while it is in L1. A row's x is read back from L2 instead of L1, so this
+// pays where the rows are long enough that x, y, gamma and beta overflow L1 (4.5 lines moved from
+// L2 per output vector had bounded 8x4096 at under half the ceiling). Interleaved A/B against the
+// pairs before it, 1 thread: see families.hpp. The same arithmetic per element, so the results
+// are those of rows computed alone.
+// next_x: the next block's first next_count rows, prefetched into L2 by the apply step.
+template <bool kStream, bool kVariant, bool kHwBf16, class T, class C, class P>
+HWY_INLINE void BlockedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count, const P* gamma,
+                            const P* beta, const T* next_x, std::int64_t next_count) {
+  const hn::ScalableTag<C> d;
+  const std::size_t n = static_cast<std::size_t>(p.cols);
+  const T* x[kBlockRows];
+  T* y[kBlockRows];
+  C mean[kBlockRows], rstd[kBlockRows];
+  for (std::int64_t k = 0; k < count; ++k) {
+    x[k] = static_cast<const T*>(b.x) + (r + k) * p.cols;
+    y[k] = static_cast<T*>(b.y) + (r + k) * p.cols;
+    C m2;
+    BlockStats<1>(d, &x[k], n, &mean[k], &m2);
+    rstd[k] = RowScale<kVariant, T>(p, b, r + k, mean[k], m2);
+  }
+  // A multiple of two vectors (Apply's bf16 step), so that only a row's last block has a tail.
+  const std::size_t block = std::max<std::size_t>(kApplyBlockParamBytes / (2 * sizeof(P)) / (2 * hn::Lanes(d)), 1) *
+                            2 * hn::Lanes(d);
+  for (std::size_t c0 = 0; c0 < n; c0 += block) {
+    const std::size_t len = std::min(block, n - c0);
+    for (std::int64_t k = 0; k < count; ++k) {
+      const T* xs[1] = {x[k] + c0};
+      T* ys[1] = {y[k] + c0};
+      const T* next = k < next_count ? next_x + k * p.cols + c0 : nullptr;
+      Apply<kStream, 1, kVariant, false, kHwBf16>(d, xs, ys, len, &mean[k], &rstd[k], gamma + c0, beta + c0, next,
+                                                  ApplyOptionsOf(p));
     }
   }
-  Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
 }
 
 // GroupNorm units [u_begin, u_end) (unit u = row u / groups, group u % groups), each over its
@@ -182,6 +233,17 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       // (Apply's widest store is two vectors' worth of bf16.)
       const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % (2 * hn::Lanes(d)) == 0;
       const std::int64_t rows = row_end - row_begin;
+      // Not highway-f64 on narrower data, compute-bound there (blocked: bf16 4-8% slower, f32 mixed).
+      constexpr bool kMayBlock = std::is_same_v<C, float> || std::is_same_v<T, double>;
+      if (kMayBlock && g && bt && detail::block_long_layernorm_rows(p, rows)) {
+        for (; r < row_end; r += kBlockRows) {
+          const std::int64_t count = std::min(kBlockRows, row_end - r), next = r + count;
+          add_rows(r, count);
+          BlockedRows<kStream, kVariant, kHwBf16, T, C>(p, in, r, count, g, bt, next < row_end ? row_x(next) : nullptr,
+                                                       std::min(kBlockRows, row_end - next));
+        }
+        return;
+      }
       if (rows >= R && same_alignment && (detail::interleave_short_rows(p, rows) ||
                              (kLongRowPairs && g && bt && detail::interleave_long_layernorm_rows(p, rows))))
         for (; r + R <= row_end; r += R) {
