@@ -29,6 +29,10 @@ struct Case {
   // A variant_presets() name, or kSeparateAdd: add_rounded then the standard norm of h, the
   // unfused pair that residual-add replaces (same bytes counted: read x, r; write h, y).
   std::string variant = "standard";
+  // --huge-pages: x, y (and r, h) asked for transparent huge pages (madvise); the system's
+  // policy (/sys/kernel/mm/transparent_hugepage/enabled: always, madvise, never) decides otherwise.
+  bool huge_pages = false;
+  std::string thp_policy{};
 
   bool is_separate_add() const;
   // The problem this case runs (for kSeparateAdd: the norm of h, without residual_add).

@@ -1,6 +1,7 @@
 // normbench: Google Benchmark harness over every registered implementation, with the
 // machine's bandwidth ceiling measured beside each case and a self-describing CSV report.
 #include <regex.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -77,20 +79,65 @@ using Bytes = std::vector<unsigned char, AlignedAllocator<unsigned char>>;
 // onednn, 3x768, 128x1024, 8x4096): y at 0, 64, 128, 512, 2048, 3968 or 4032 bytes past x's page
 // offset moved no median by more than 4%, as the highway kernels load a column's x before storing y.
 constexpr std::size_t kPage = 4096;
+
+// --huge-pages: x and y (and r, h) of 2 MiB or more start on a 2 MiB boundary and are marked
+// MADV_HUGEPAGE before they are first touched, so that the kernel backs them with transparent
+// huge pages even where its policy is `madvise` (this VM's: 4 KiB pages
+// otherwise). Streams over 4 KiB pages take a TLB miss, and the hardware prefetcher stops, at
+// every page boundary; the ceiling and the kernels run on the same buffers either way.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+bool g_huge_pages = false;
+
+// The bracketed word of /sys/kernel/mm/transparent_hugepage/enabled ("[madvise]" -> madvise),
+// or "unavailable".
+std::string thp_policy() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "unavailable";
+  const auto open = line.find('['), close = line.find(']');
+  return open != std::string::npos && close != std::string::npos && close > open ? line.substr(open + 1, close - open - 1)
+                                                                              : "unavailable";
+}
+
+// This process's anonymous memory backed by transparent huge pages, bytes (-1 if unknown).
+std::int64_t anon_huge_page_bytes() {
+  std::ifstream f("/proc/self/smaps_rollup");
+  std::string key;
+  std::int64_t kib = 0;
+  while (f >> key) {
+    if (key == "AnonHugePages:" && f >> kib) return kib * 1024;
+    f.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return -1;
+}
+
+struct AlignedFree {
+  std::size_t align = kPage;
+  void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{align}); }
+};
+
 class PlacedBytes {
  public:
+  // n zeroed bytes starting page_offset bytes into a page (or into a huge page, see kHugePage).
   void assign(std::size_t n, std::size_t page_offset) {
-    storage_.assign(n + page_offset, 0);
+    storage_.reset();
+    const std::size_t bytes = n + page_offset;
+    const std::size_t align = g_huge_pages && bytes >= kHugePage ? kHugePage : kPage;
+    storage_ = Storage(static_cast<unsigned char*>(::operator new(bytes, std::align_val_t{align})), AlignedFree{align});
+    if (align == kHugePage) madvise(storage_.get(), bytes, MADV_HUGEPAGE);  // advice only: failure is not an error
+    std::memset(storage_.get(), 0, bytes);
     offset_ = page_offset;
+    size_ = n;
   }
-  unsigned char* data() { return storage_.data() + offset_; }
-  const unsigned char* data() const { return storage_.data() + offset_; }
-  std::size_t size() const { return storage_.size() - offset_; }
-  bool empty() const { return size() == 0; }
+  unsigned char* data() { return storage_.get() + offset_; }
+  const unsigned char* data() const { return storage_.get() + offset_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
 
  private:
-  std::vector<unsigned char, AlignedAllocator<unsigned char, kPage>> storage_;
-  std::size_t offset_ = 0;
+  using Storage = std::unique_ptr<unsigned char[], AlignedFree>;
+  Storage storage_;
+  std::size_t offset_ = 0, size_ = 0;
 };
 
 // Page offsets: x at 0, y half a page on, the residual-add arrays (r, h) a quarter page past each.
@@ -128,6 +175,19 @@ std::int64_t cold_copies(DType t, Shape s) {
   return 2 * last_level_cache_bytes() / bytes + 1;
 }
 
+// --huge-pages: says so once if the kernel backed less than half of x and y (64 MiB or more) with
+// huge pages (memory too fragmented, or THP limits), as those cases then ran on 4 KiB pages.
+void warn_if_few_huge_pages(std::size_t xy_bytes) {
+  static bool warned = false;
+  if (!g_huge_pages || warned || xy_bytes < (std::size_t{64} << 20)) return;
+  const std::int64_t huge = anon_huge_page_bytes();
+  if (huge < 0 || static_cast<std::size_t>(huge) >= xy_bytes / 2) return;
+  warned = true;
+  std::cerr << fmt::format("[normbench] warning: --huge-pages: the kernel backed only {} MiB of x and y ({} MiB) with huge "
+                           "pages; the report's huge_pages column says what was asked, not what was given\n",
+                           huge >> 20, xy_bytes >> 20);
+}
+
 // Keeps only the most recent workspace: cases of one shape run back to back.
 Workspace& workspace_for(DType t, Shape s, bool cold) {
   static std::unique_ptr<Workspace> ws;
@@ -147,6 +207,7 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
   for (std::size_t i = 0; i < n; i += tile)
     std::memcpy(ws->x.data() + i * esize, pattern.data(), std::min(tile, n - i) * esize);
   ws->y.assign(n * esize, kYPageOffset);  // zeroed: touches every page before timing
+  warn_if_few_huge_pages(2 * n * esize);
   const std::size_t psize = dtype_size(param_dtype(t));
   ws->gamma.resize(s.cols * psize);
   ws->beta.resize(s.cols * psize);
@@ -327,7 +388,7 @@ class FilterSelection {
 struct Options {
   std::string shape_set = "transformer";
   std::vector<std::string> shapes, norms, impls, dtypes = {"f32", "bf16"}, threads, variants;
-  bool cold_cache = false, list = false, every_repetition = false, hygiene = false;
+  bool cold_cache = false, huge_pages = false, list = false, every_repetition = false, hygiene = false;
   std::string report_path, stores = "auto";
 };
 
@@ -390,6 +451,9 @@ int run(int argc, char** argv) {
   app.add_option("--dtype", o.dtypes, "dtypes of x/y (f32, f64, bf16, f16; comma list)")->capture_default_str();
   app.add_option("--threads", o.threads, "Thread counts (comma list; default 1, powers of two up to the cores, the cores)");
   app.add_flag("--cold-cache", o.cold_cache, "Rotate through copies of the buffers larger than the last-level cache");
+  app.add_flag("--huge-pages", o.huge_pages,
+               "Back x and y (2 MiB or more) with transparent huge pages (madvise MADV_HUGEPAGE), ceilings and "
+               "kernels alike; without it the system's THP policy decides (report columns huge_pages, thp_policy)");
   app.add_option("--stores", o.stores,
                  "How the highway family writes y: auto (non-temporal stores when y is at least half the last-level "
                  "cache and rows span a cache line or more), cached, streaming")
@@ -434,6 +498,11 @@ int run(int argc, char** argv) {
   StorePolicy stores = StorePolicy::kAuto;
   try {
     stores = parse_store_policy(o.stores);
+    if (o.huge_pages && (thp_policy() == "never" || thp_policy() == "unavailable"))
+      throw Error(fmt::format("--huge-pages: transparent huge pages are {} on this system "
+                              "(/sys/kernel/mm/transparent_hugepage/enabled)",
+                              thp_policy() == "never" ? "disabled" : "not available"));
+    g_huge_pages = o.huge_pages;
     if (o.shapes.empty())
       for (const std::string& set : cli::split_list({o.shape_set}))
         for (const Shape& s : shape_set(set))
@@ -523,6 +592,11 @@ int run(int argc, char** argv) {
                                  variant});
           }
       }
+  const std::string policy = thp_policy();
+  for (Case& c : cases) {
+    c.huge_pages = o.huge_pages;
+    c.thp_policy = policy;
+  }
   if (cases.empty()) {
     std::cerr << "normbench: the selection is empty (no implementation supports the chosen norms and dtypes)\n";
     return 2;

@@ -139,7 +139,7 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
         std::to_string(c.shape.rows), std::to_string(c.shape.cols), std::to_string(c.is_ceiling() ? 0 : channel_count(c.problem())),
         std::to_string(c.is_ceiling() ? 1 : group_count(c.problem())),
         c.is_ceiling() ? "" : std::string(layout_name(c.problem())), std::to_string(c.threads),
-        c.cold_cache ? "1" : "0", std::string(c.effective_stores()), std::to_string(c.bytes_per_iter), std::to_string(c.working_set_bytes),
+        c.cold_cache ? "1" : "0", c.huge_pages ? "1" : "0", c.thp_policy, std::string(c.effective_stores()), std::to_string(c.bytes_per_iter), std::to_string(c.working_set_bytes),
         std::to_string(res.seconds_per_iter.size()), report::num(report::median(res.iterations)),
         report::num(t_med * 1e9), report::num(ok ? *tmin * 1e9 : std::nan("")),
         report::num(ok ? *tmax * 1e9 : std::nan("")), report::num(ok ? coefficient_of_variation(res.seconds_per_iter) : std::nan("")),

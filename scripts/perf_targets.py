@@ -3,8 +3,8 @@
 
 Usage: /usr/bin/python3 scripts/perf_targets.py REPORT.csv [REPORT.csv ...]
 
-Reads schema-2 (or 1) reports from one machine, pools their rows (later files win on the same
-case), and prints one row per target: what was measured (f32 unless stated, medians over the
+Reads reports (any schema version) from one machine, pools their rows (later files win on the
+same case; runs with and without --huge-pages cannot be pooled), and prints one row per target: what was measured (f32 unless stated, medians over the
 report's repetitions), the target, and whether it is met. Every number comes from a report;
 nothing is timed here. Working-set classes use the report's own `working_set_bytes`:
 "DRAM" is >= 64 MiB, "L2" is <= 512 KiB, "L2-resident for 2 threads" is <= the two cores' L2.
@@ -26,14 +26,18 @@ def fnum(v):
 
 def load(paths):
     rows = {}
+    pages = set()  # huge_pages values (schema 5; older reports ran on the system's pages: "0")
     for p in paths:
         with open(p, newline="") as f:
             for r in csv.DictReader(f):
+                pages.add(r.get("huge_pages") or "0")
                 # The targets are about the standard forms (older reports have no variant column).
                 if not r.get("error") and r.get("variant", "standard") in ("standard", ""):
                     rows[r["name"]] = r
     if not rows:
         sys.exit("perf_targets.py: no usable rows")
+    if len(pages) > 1:
+        sys.exit("perf_targets.py: the reports mix runs with and without --huge-pages; pass one kind")
     return list(rows.values())
 
 
@@ -171,6 +175,11 @@ def main(paths):
             f"({fnum(r['gbps_median']):.1f} GB/s; non-temporal ceiling {fnum(r['frac_of_nt_ceiling']):.2f})",
             ">= 0.90", fnum(r["frac_of_ceiling"]) >= 0.90)
 
+    r0 = rows[0]
+    if r0.get("huge_pages") == "1":
+        print("Buffers: transparent huge pages (--huge-pages).\n")
+    elif r0.get("thp_policy"):
+        print(f"Buffers: the system's pages (transparent huge pages: {r0['thp_policy']}).\n")
     print("| target | measured | goal | met |")
     print("|---|---|---|---|")
     for what, measured, target, met in out:

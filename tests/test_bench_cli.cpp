@@ -24,7 +24,16 @@ CommandResult run(const std::string& args) {
   return run_command(fmt::format("{} {} 2>&1 >/dev/null", NORMBENCH_BIN, args));
 }
 
-constexpr std::size_t kBenchColumns = 44;
+constexpr std::size_t kBenchColumns = 46;
+
+// The bracketed word of the system's THP setting, or "unavailable" (as normbench records it).
+std::string system_thp_policy() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line) || line.find('[') == std::string::npos) return "unavailable";
+  const auto open = line.find('[');
+  return line.substr(open + 1, line.find(']') - open - 1);
+}
 
 TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   const DocumentedColumns doc = documented_columns(NORMBENCH_REPORTS_README, "Benchmark report");
@@ -61,6 +70,8 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
     }
     EXPECT_EQ(f["schema_version"], std::to_string(report::kBenchSchemaVersion));
     EXPECT_TRUE(f["stores"] == "cached" || f["stores"] == "streaming") << f["stores"];
+    EXPECT_EQ(f["huge_pages"], "0");
+    EXPECT_EQ(f["thp_policy"], system_thp_policy());
     EXPECT_GT(std::stod(f["frac_of_nt_ceiling"]), 0.0);
     EXPECT_EQ(f["repetitions"], "2");
     EXPECT_GT(std::stod(f["frac_of_ceiling"]), 0.0);
@@ -75,6 +86,34 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   // The quick set runs every variant by default, and the unfused residual add beside the fused one.
   for (const VariantPreset& v : variant_presets()) EXPECT_TRUE(variants_seen.count(std::string(v.name))) << v.name;
   EXPECT_TRUE(variants_seen.count("residual-add-separate"));
+  fs::remove(report);
+}
+
+// --huge-pages: recorded on every row where the system has THP, a one-line error where it has not.
+TEST(BenchCli, HugePagesAreRecordedOrRefused) {
+  const fs::path report = fs::temp_directory_path() / fmt::format("normbench-huge-{}.csv", getpid());
+  const std::string policy = system_thp_policy();
+  const CommandResult r = run(fmt::format(
+      "--huge-pages --shape 2x1048576 --norm rmsnorm --impl highway --dtype f32 --threads 1 --variant standard "
+      "--benchmark_min_time=0.002 --benchmark_repetitions=2 --report {}", report.string()));
+  if (policy == "never" || policy == "unavailable") {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--huge-pages: transparent huge pages are"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(report));
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  report::CsvRows<4> csv(report.string(), {"name", "huge_pages", "thp_policy", "error"}, /*allow_extra_columns=*/true);
+  std::array<std::string, 4> row;
+  int rows = 0;
+  while (csv.next(row)) {
+    ++rows;
+    SCOPED_TRACE(row[0]);
+    EXPECT_EQ(row[1], "1");
+    EXPECT_EQ(row[2], policy);
+    EXPECT_TRUE(row[3].empty()) << row[3];
+  }
+  EXPECT_EQ(rows, 3);  // the two ceilings and the case
   fs::remove(report);
 }
 

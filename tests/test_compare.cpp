@@ -23,7 +23,8 @@ fs::path temp(const std::string& name) { return fs::temp_directory_path() / fmt:
 // A benchmark report with `cases` cases of `reps` repetitions around 1000 ns (+-1% noise);
 // `scale(case, rep)` multiplies each repetition.
 template <class Scale>
-void write_bench(const fs::path& path, int cases, int reps, Scale scale, const std::string& host = "hostA") {
+void write_bench(const fs::path& path, int cases, int reps, Scale scale, const std::string& host = "hostA",
+                 bool huge_pages = false) {
   report::MachineInfo m;
   m.host = host;
   m.cpu_model = "Test CPU";
@@ -45,7 +46,7 @@ void write_bench(const fs::path& path, int cases, int reps, Scale scale, const s
         {"name", fmt::format("layernorm/impl{}/f32/1x{}/threads:1", c, cols)}, {"norm", "layernorm"},
         {"implementation", fmt::format("impl{}", c)}, {"family", "highway"}, {"kernel_target", "AVX2"},
         {"dtype", "f32"}, {"rows", "1"}, {"cols", cols}, {"threads", "1"}, {"cold_cache", "0"},
-        {"stores", "cached"}, {"bytes_per_iter", "1000"}, {"working_set_bytes", "1000"},
+        {"huge_pages", huge_pages ? "1" : "0"}, {"thp_policy", "madvise"}, {"stores", "cached"}, {"bytes_per_iter", "1000"}, {"working_set_bytes", "1000"},
         {"repetitions", std::to_string(reps)}, {"iterations_median", "100"}, {"time_median_ns", median},
         {"time_min_ns", median}, {"time_max_ns", median}, {"time_cv", "0.01"}, {"gbps_median", "1"},
         {"gelems_per_s_median", "1"}, {"ceiling_gbps", "10"}, {"frac_of_ceiling", "0.1"},
@@ -90,6 +91,25 @@ TEST(Compare, A25PercentSlowdownOnOneCaseIsARegressionNamed) {
   EXPECT_NE(csv.output.find("case,baseline,current,change,p_value,verdict"), std::string::npos) << csv.output;
   const CommandResult filtered = run_command(fmt::format("{} {} {} --filter impl1", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
   EXPECT_EQ(filtered.exit_code, 0) << filtered.output;
+  fs::remove(a);
+  fs::remove(b);
+}
+
+// A run on huge pages is another measurement of the same kernels: its cases pair only with
+// huge-page cases, never with a 4 KiB-page run's.
+TEST(Compare, HugePageRunsPairOnlyWithHugePageRuns) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 3, 10, [](int, int) { return 1.0; });
+  write_bench(b, 3, 10, [](int, int) { return 1.5; }, "hostA", /*huge_pages=*/true);
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_NE(r.output.find("0 regression(s) in 0 compared cases"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("only in current:  layernorm/impl0/f32/1x64/threads:1/huge-pages"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("only in baseline: layernorm/impl0/f32/1x64/threads:1\n"), std::string::npos) << r.output;
+  write_bench(a, 3, 10, [](int, int) { return 1.0; }, "hostA", /*huge_pages=*/true);
+  const CommandResult same = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(same.exit_code, 1) << same.output;
+  EXPECT_NE(same.output.find("3 regression(s) in 3 compared cases"), std::string::npos) << same.output;
   fs::remove(a);
   fs::remove(b);
 }

@@ -132,21 +132,23 @@ void load(const std::string& path, Report& rep) {
                             kind == Kind::kBench ? "benchmark" : "accuracy", rep.kind == Kind::kBench ? "benchmark" : "accuracy"));
   rep.kind = kind;
   if (kind == Kind::kBench) {
-    const std::array<std::string, 17> cols = {"schema_version", "norm", "implementation", "dtype", "rows", "cols",
+    const std::array<std::string, 18> cols = {"schema_version", "norm", "implementation", "dtype", "rows", "cols",
                                               "threads", "cold_cache", "time_median_ns", "rep_times_ns", "error",
-                                              "host", "cpu_model", "variant", "channels", "groups", "layout"};
-    read_rows<17>(path, cols, rep, [](const std::array<std::string, 17>& f, const std::string& p, unsigned line, Report& r) {
-      // Versions 2 to 4 only added columns: the ones read here mean the same in version 1.
+                                              "host", "cpu_model", "variant", "channels", "groups", "layout",
+                                              "huge_pages"};
+    read_rows<18>(path, cols, rep, [](const std::array<std::string, 18>& f, const std::string& p, unsigned line, Report& r) {
+      // Versions 2 to 5 only added columns: the ones read here mean the same in version 1.
       for (auto [i, name] : {std::pair<int, const char*>{0, "schema_version"}, {1, "norm"}, {2, "implementation"},
                              {8, "time_median_ns"}})
         if (f[i].empty()) throw Error(fmt::format("{}:{}: column '{}' is missing or empty", p, line, name));
-      if (f[0] != "1" && f[0] != "2" && f[0] != "3") check_schema(f[0], report::kBenchSchemaVersion, p, line);
+      if (f[0] != "1" && f[0] != "2" && f[0] != "3" && f[0] != "4") check_schema(f[0], report::kBenchSchemaVersion, p, line);
       if (!f[10].empty()) return;  // a case that could not run has nothing to compare
       std::string norm = f[13].empty() || f[13] == "standard" ? f[1] : f[1] + "+" + f[13];
       if (f[1] == "groupnorm") norm += fmt::format("(C={},G={})", f[14], f[15]);
       if (f[1] == "batchnorm") norm += fmt::format("(C={},{})", f[14], f[16]);
-      const std::string key = fmt::format("{}/{}/{}/{}x{}/threads:{}{}", norm, f[2], f[3], f[4], f[5], f[6],
-                                          f[7] == "1" ? "/cold" : "");
+      // Runs on huge pages compare only with runs on huge pages (as cold-cache runs with their own).
+      const std::string key = fmt::format("{}/{}/{}/{}x{}/threads:{}{}{}", norm, f[2], f[3], f[4], f[5], f[6],
+                                          f[7] == "1" ? "/cold" : "", f[17] == "1" ? "/huge-pages" : "");
       Row& row = r.rows[key];
       row.key = key;
       row.ceiling = f[2].rfind("stream-scale", 0) == 0;  // stream-scale and stream-scale-nt

@@ -74,7 +74,7 @@ std::vector<std::string> bench_columns() {
   std::vector<std::string> cols = {
       "schema_version", "name", "norm", "variant", "implementation", "family", "kernel_target", "dtype", "rows", "cols",
       "channels", "groups", "layout",
-      "threads", "cold_cache", "stores", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
+      "threads", "cold_cache", "huge_pages", "thp_policy", "stores", "bytes_per_iter", "working_set_bytes", "repetitions", "iterations_median",
       "time_median_ns", "time_min_ns", "time_max_ns", "time_cv", "gbps_median", "gelems_per_s_median",
       "ceiling_gbps", "frac_of_ceiling", "nt_ceiling_gbps", "frac_of_nt_ceiling", "rep_times_ns", "error"};
   for (std::string& c : machine_columns()) cols.push_back(std::move(c));

@@ -9,7 +9,7 @@ namespace normbench::report {
 
 // Bumped whenever a column is added, removed or changes meaning (see reports/README.md).
 // bench: 2 added stores, nt_ceiling_gbps, frac_of_nt_ceiling; 3 variant; 4 layout
-inline constexpr int kBenchSchemaVersion = 4;
+inline constexpr int kBenchSchemaVersion = 5;
 // accuracy: 2 added variant, drift_normwise_ulp_max, drift_nmse; 3 layout
 inline constexpr int kAccuracySchemaVersion = 3;
 
