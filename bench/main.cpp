@@ -82,9 +82,9 @@ constexpr std::size_t kPage = 4096;
 
 // --huge-pages: x and y (and r, h) of 2 MiB or more start on a 2 MiB boundary and are marked
 // MADV_HUGEPAGE before they are first touched, so that the kernel backs them with transparent
-// huge pages even where its policy is `madvise` (this VM's: 4 KiB pages
-// otherwise). Streams over 4 KiB pages take a TLB miss, and the hardware prefetcher stops, at
-// every page boundary; the ceiling and the kernels run on the same buffers either way.
+// huge pages even where its policy is `madvise` (this VM's: 4 KiB pages otherwise). Streams over
+// 4 KiB pages take a TLB miss, and the hardware prefetcher stops, at every page boundary; the
+// ceiling and the kernels run on the same buffers either way.
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 bool g_huge_pages = false;
 
