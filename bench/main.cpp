@@ -496,12 +496,14 @@ int run(int argc, char** argv) {
   report::MachineInfo machine;
   std::string report_path;
   StorePolicy stores = StorePolicy::kAuto;
+  std::string policy;  // the system's transparent-huge-page policy, read once
   try {
     stores = parse_store_policy(o.stores);
-    if (o.huge_pages && (thp_policy() == "never" || thp_policy() == "unavailable"))
+    policy = thp_policy();
+    if (o.huge_pages && (policy == "never" || policy == "unavailable"))
       throw Error(fmt::format("--huge-pages: transparent huge pages are {} on this system "
                               "(/sys/kernel/mm/transparent_hugepage/enabled)",
-                              thp_policy() == "never" ? "disabled" : "not available"));
+                              policy == "never" ? "disabled" : "not available"));
     g_huge_pages = o.huge_pages;
     if (o.shapes.empty())
       for (const std::string& set : cli::split_list({o.shape_set}))
@@ -592,7 +594,6 @@ int run(int argc, char** argv) {
                                  variant});
           }
       }
-  const std::string policy = thp_policy();
   for (Case& c : cases) {
     c.huge_pages = o.huge_pages;
     c.thp_policy = policy;

@@ -4,8 +4,9 @@
 Usage: /usr/bin/python3 scripts/perf_targets.py REPORT.csv [REPORT.csv ...]
 
 Reads reports (any schema version) from one machine, pools their rows (later files win on the
-same case; runs with and without --huge-pages cannot be pooled), and prints one row per target: what was measured (f32 unless stated, medians over the
-report's repetitions), the target, and whether it is met. Every number comes from a report;
+same case; runs with and without --huge-pages cannot be pooled), and prints one row per target:
+what was measured (f32 unless stated, medians over the report's repetitions), the target, and
+whether it is met. Every number comes from a report;
 nothing is timed here. Working-set classes use the report's own `working_set_bytes`:
 "DRAM" is >= 64 MiB, "L2" is <= 512 KiB, "L2-resident for 2 threads" is <= the two cores' L2.
 Two rows also print what bounds them in the same run: the 2-thread speedups the bound that the
