@@ -1,6 +1,6 @@
 // The highway family's internal choices must never change a result: non-temporal stores versus
 // ordinary ones (with y unaligned to the vector, and in place), and rows processed in interleaved
-// pairs versus one at a time.
+// pairs or triples versus one at a time.
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,12 +16,13 @@
 namespace normbench::testing {
 namespace {
 
-// Shapes: short rows (interleaved in pairs when they fit L2), LayerNorm rows overflowing L1 with
-// their parameters (2x4096: a pair; 5x4096: one block of rows applied column block by column
-// block; 11x4500: a block of 8 and one of 3, the last column block ragged), an odd row count (a
-// lone last row), ragged tails, rows longer than one statistics chunk.
-constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000}, {7, 33},    {2, 4096}, {5, 4096},
-                                                             {11, 4500}, {2, 65537}, {3, 17}};
+// Shapes: short rows (interleaved in pairs when they fit L2; LayerNorm on 16-bit data in triples,
+// 7x768 with streaming stores too, whose rows must share the store alignment), LayerNorm rows
+// overflowing L1 with their parameters (2x4096: a pair; 5x4096: one block of rows applied column
+// block by column block; 11x4500: a block of 8 and one of 3, the last column block ragged), an
+// odd row count (a lone last row), ragged tails, rows longer than one statistics chunk.
+constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000},  {7, 33},    {7, 768}, {2, 4096},
+                                                             {5, 4096},   {11, 4500}, {2, 65537}, {3, 17}};
 
 TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
   for (std::int64_t target : simd_targets()) {

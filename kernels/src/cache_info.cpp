@@ -116,6 +116,11 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows) {
   return row_bytes <= kShortRowBytes && 2 * rows * row_bytes <= l2;
 }
 
+bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows) {
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(p.dtype));
+  return centres(p.norm) && element_bytes == 2 && rows >= 3 && p.cols * element_bytes <= kShortRowBytes;
+}
+
 namespace {
 // Whether a LayerNorm row (with gamma and beta) is longer than kShortRowBytes and its x and y
 // and the parameters overflow L1, so that its apply step re-reads gamma and beta from L2.

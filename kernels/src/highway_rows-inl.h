@@ -171,6 +171,8 @@ void GroupUnitsImpl(const Problem& p, const Buffers& b, std::int64_t u_begin, st
 // Rows interleaved by the short-row path when detail::interleave_short_rows or
 // interleave_long_layernorm_rows says so.
 constexpr std::size_t kRowsAtOnce = 2;
+// Rows interleaved where detail::triple_short_layernorm_rows says so (the remainder in a pair or alone).
+constexpr std::int64_t kTriple = 3;
 
 // f32 gamma/beta widened to f64 once per call, for the f64 lanes of highway-f64: converted in the
 // apply step they cost two conversions per vector of every row, on top of x's two (in and out).
@@ -244,7 +246,14 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
         }
         return;
       }
-      if (rows >= R && same_alignment && (detail::interleave_short_rows(p, rows) ||
+      constexpr bool kMayTriple = sizeof(T) == 2 && std::is_same_v<C, float>;
+      if (kMayTriple && same_alignment && detail::triple_short_layernorm_rows(p, rows))
+        for (; r + kTriple <= row_end; r += kTriple) {
+          add_rows(r, kTriple);
+          ShortRows<kTriple, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt,
+                                                             r + kTriple < row_end ? row_x(r + kTriple) : nullptr);
+        }
+      if (row_end - r >= R && same_alignment && (detail::interleave_short_rows(p, rows) ||
                              (kLongRowPairs && g && bt && detail::interleave_long_layernorm_rows(p, rows))))
         for (; r + R <= row_end; r += R) {
           add_rows(r, R);
