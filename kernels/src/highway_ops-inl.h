@@ -685,21 +685,19 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
       i += count;
     }
   }
-  // The main loop is instantiated per (which of gamma and beta are given, next rows to prefetch), so
-  // that none of them is tested per vector: GCC had kept those tests (and a flag reloaded from the
-  // stack) in the loop, about a third of its instructions (perf annotate, f32 43x768 LayerNorm).
-  const auto main_loop = [&](auto known, auto prefetch) HWY_ATTR __attribute__((always_inline)) {
+  // The main loop is instantiated per set of given parameters (gamma and beta, gamma only, tested),
+  // so that they are not tested per vector; and it prefetches without a test too, each row's own x
+  // where there are no next rows (lines already on their way or in L1). GCC had kept those tests
+  // (and a flag reloaded from the stack) in the loop, about a third of its instructions (perf
+  // annotate, f32 43x768 LayerNorm).
+  const T* prefetch[R];
+  for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
+  const auto main_loop_known = [&](auto known) HWY_ATTR __attribute__((always_inline)) {
     for (; i + step <= n; i += step) {
-      if constexpr (decltype(prefetch)::value)  // into L2: into L1 it evicts these rows (measured)
-        for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
+      // into L2: into L1 it evicts these rows (measured)
+      for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
       step_columns(i, known);
     }
-  };
-  const auto main_loop_known = [&](auto known) HWY_ATTR __attribute__((always_inline)) {
-    if (next_x)
-      main_loop(known, std::true_type{});
-    else
-      main_loop(known, std::false_type{});
   };
   if constexpr (!kVariant && !kBroadcast) {
     if (gamma && beta)
