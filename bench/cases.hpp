@@ -16,7 +16,7 @@ inline constexpr const char* kSeparateAdd = "residual-add-separate";
 struct Case {
   std::string name;                 // norm/impl/dtype/RxC/threads:T (parseable)
   const Implementation* impl;       // nullptr for a ceiling case
-  Norm norm;                        // meaningless for a ceiling case
+  Norm norm;                        // for a ceiling case, only the row-phased one's (whose traffic it mimics)
   DType dtype;
   Shape shape;
   int threads;
@@ -33,6 +33,8 @@ struct Case {
   // policy (/sys/kernel/mm/transparent_hugepage/enabled: always, madvise, never) decides otherwise.
   bool huge_pages = false;
   std::string thp_policy{};
+  // A ceiling case: the row-phased ceiling of `norm` (ceiling.hpp), not the stream-scale copy.
+  bool phased = false;
 
   bool is_separate_add() const;
   // The problem this case runs (for kSeparateAdd: the norm of h, without residual_add).

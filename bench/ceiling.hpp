@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace normbench::bench {
 
@@ -15,5 +16,25 @@ namespace normbench::bench {
 // streams its output (a higher one once dst exceeds the last-level cache).
 float stream_scale(const float* src, float* dst, std::size_t n, const float* extra, std::size_t n_extra,
                    int threads, bool nontemporal);
+
+// The row-phased ceiling: the memory traffic a LayerNorm (gamma and beta) or RMSNorm (gamma)
+// cannot avoid, in the order it cannot avoid. Per row: one read of the whole row (into a sum,
+// standing for the statistics), then a second read of it with gamma [and beta] and the write of
+// y, whose scale depends on the sum, so a row's first store waits for its read to finish. Nothing
+// else of the statistics' arithmetic: no kernel that reads each row before writing it (as every
+// normalization must, short of holding a row in registers) should outrun it. Rows are split over
+// threads as `threaded` splits them; fewer rows than threads: each thread a share of every row.
+struct PhasedRows {
+  const float* x;             // the copy's bytes, read as floats
+  float* y;
+  std::size_t total_floats;   // of x (and y): rows * cols * dtype size / 4, rounded down
+  std::int64_t rows;
+  const float* gamma;         // param_floats floats
+  const float* beta;          // nullptr: RMSNorm's traffic
+  std::size_t param_floats;   // cols * parameter size / 4
+  std::size_t params_per_vector;  // parameter vectors per vector of x: 1 (f32, f64), 2 (bf16, f16)
+  bool nontemporal;           // y with non-temporal stores
+};
+float row_phased(const PhasedRows& rows, int threads);
 
 }  // namespace normbench::bench

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -325,8 +326,30 @@ void hygiene_check(const Case& probe_case, const Case& threaded_case) {
                            probe_case.name, a, threaded_case.name, b, a / b, kHygieneRoundsEach);
 }
 
+// The row-phased ceiling of c.norm (ceiling.hpp) over the workspace's copies, with its gamma/beta.
+void run_phased_ceiling_case(benchmark::State& state, const Case& c, Workspace& ws) {
+  const std::size_t param_bytes = static_cast<std::size_t>(c.shape.cols) * dtype_size(param_dtype(c.dtype));
+  PhasedRows rows{nullptr, nullptr, ws.copy_bytes() / sizeof(float), c.shape.rows,
+                  reinterpret_cast<const float*>(ws.gamma.data()),
+                  c.norm == Norm::kLayerNorm ? reinterpret_cast<const float*>(ws.beta.data()) : nullptr,
+                  param_bytes / sizeof(float), dtype_size(param_dtype(c.dtype)) / dtype_size(c.dtype),
+                  c.stores == StorePolicy::kStreaming};
+  float sink = 0;
+  std::int64_t k = 0;
+  for (auto _ : state) {
+    rows.x = static_cast<const float*>(ws.x_copy(k));
+    rows.y = static_cast<float*>(ws.y_copy(k));
+    sink += row_phased(rows, c.threads);
+    benchmark::ClobberMemory();
+    if (++k == ws.copies) k = 0;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);
+}
+
 void run_ceiling_case(benchmark::State& state, const Case& c) {
   Workspace& ws = workspace_for(c.dtype, c.shape, c.cold_cache);
+  if (c.phased) return run_phased_ceiling_case(state, c, ws);
   // The ceiling moves the norm's bytes as f32: x and y of the same size, plus gamma/beta read once.
   const std::size_t floats = ws.copy_bytes() / sizeof(float);
   const std::size_t extra = 2 * ws.gamma.size() / sizeof(float);
@@ -559,6 +582,7 @@ int run(int argc, char** argv) {
         const std::string nt_ceiling =
             fmt::format("ceiling/stream-scale-nt/{}/{}/threads:{}", dtype_name(t), shape_name(s), th);
         bool any = false;
+        std::set<Norm> phased;  // norms whose row-phased ceiling this shape, dtype and thread count has
         for (Norm n : norms)
           for (const std::string& variant : variants)
           for (const Implementation* impl : impls) {
@@ -586,6 +610,19 @@ int run(int argc, char** argv) {
               cases.push_back(Case{nt_ceiling, nullptr, n, t, s, th, o.cold_cache, xy + both, xy + both, ceiling,
                                    nt_ceiling, StorePolicy::kStreaming});
               any = true;
+            }
+            if ((n == Norm::kLayerNorm || n == Norm::kRMSNorm) && phased.insert(n).second) {
+              // The traffic of the standard form (LayerNorm: gamma and beta; RMSNorm: gamma), stored
+              // as `highway` stores this shape's y (or as --stores says).
+              const std::int64_t standard_params = (n == Norm::kLayerNorm ? 2 : 1) * param_count(shape_problem) *
+                                                   static_cast<std::int64_t>(dtype_size(param_dtype(t)));
+              const bool streaming = uses_streaming_stores(find_implementation("highway"), shape_problem, RunConfig{th, stores});
+              Case phased_case{fmt::format("ceiling/row-phased-{}/{}/{}/threads:{}", norm_name(n), dtype_name(t),
+                                           shape_name(s), th),
+                               nullptr, n, t, s, th, o.cold_cache, xy + standard_params, xy + standard_params, ceiling,
+                               nt_ceiling, streaming ? StorePolicy::kStreaming : StorePolicy::kCached};
+              phased_case.phased = true;
+              cases.push_back(std::move(phased_case));
             }
             const std::string norm_tag =
                 variant == "standard" ? std::string(norm_name(n)) : fmt::format("{}+{}", norm_name(n), variant);

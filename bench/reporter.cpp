@@ -123,7 +123,7 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
     const double gbps = c.bytes_per_iter / t_med / 1e9;
     double ceiling = ceiling_bytes_per_second(c.ceiling_name) / 1e9;
     double nt_ceiling = ceiling_bytes_per_second(c.nt_ceiling_name) / 1e9;
-    if (c.is_ceiling()) (c.stores == StorePolicy::kStreaming ? nt_ceiling : ceiling) = gbps;  // its own median
+    if (c.is_ceiling() && !c.phased) (c.stores == StorePolicy::kStreaming ? nt_ceiling : ceiling) = gbps;  // its own median
     std::string reps;
     for (double t : res.seconds_per_iter) reps += fmt::format("{}{:.1f}", reps.empty() ? "" : ";", t * 1e9);
     const bool ok = !res.seconds_per_iter.empty();
@@ -131,9 +131,10 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
                                  : std::pair{res.seconds_per_iter.end(), res.seconds_per_iter.end()};
     std::vector<std::string> row = {
         std::to_string(report::kBenchSchemaVersion), name,
-        c.is_ceiling() ? "none" : std::string(norm_name(c.norm)), c.is_ceiling() ? "" : c.variant,
-        c.is_ceiling() ? (c.stores == StorePolicy::kStreaming ? "stream-scale-nt" : "stream-scale")
-                       : std::string(c.impl->name),
+        c.is_ceiling() && !c.phased ? "none" : std::string(norm_name(c.norm)), c.is_ceiling() ? "" : c.variant,
+        c.phased ? "row-phased"
+        : c.is_ceiling() ? (c.stores == StorePolicy::kStreaming ? "stream-scale-nt" : "stream-scale")
+                         : std::string(c.impl->name),
         c.is_ceiling() ? "ceiling" : std::string(c.impl->family),
         c.is_ceiling() ? machine_.hwy_target : c.impl->target(), std::string(dtype_name(c.dtype)),
         std::to_string(c.shape.rows), std::to_string(c.shape.cols), std::to_string(c.is_ceiling() ? 0 : channel_count(c.problem())),

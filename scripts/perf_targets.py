@@ -91,6 +91,12 @@ def main(paths):
                 s = shape(r)
                 if s not in by_shape or f > by_shape[s][0]:
                     by_shape[s] = (f, r["implementation"], fnum(r.get("frac_of_nt_ceiling")))
+        # The same run's row-phased ceiling of this norm (reports from c. 2026-11-24 on), as a
+        # fraction of the stream-scale ceiling: the share of it that the norm's traffic allows.
+        for s, v in list(by_shape.items()):
+            phased = pick(rows, norm=norm, implementation="row-phased", dtype=dtype, threads=threads,
+                          rows=s.split("x")[0], cols=s.split("x")[1])
+            by_shape[s] = v + (fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan,)
         return by_shape
 
     def frac_row(what, by_shape, target, extra=""):
@@ -100,6 +106,13 @@ def main(paths):
         hi = max(v[0] for v in by_shape.values())
         nt = min(v[2] for v in by_shape.values())  # NaN in schema-1 reports (no non-temporal ceiling)
         nt_text = "" if math.isnan(nt) else f"; of the non-temporal ceiling >= {nt:.2f}"
+        phased = {s: v for s, v in by_shape.items() if not math.isnan(v[3])}
+        if phased:  # the best kernel against the row-phased ceiling, and that ceiling against stream-scale
+            of_phased = {s: v[0] / v[3] for s, v in phased.items()}
+            worst = min(of_phased, key=of_phased.get)
+            nt_text += (f"; of the row-phased ceiling >= {of_phased[worst]:.2f} ({worst}), which itself reads "
+                        f"{min(v[3] for v in phased.values()):.2f}-{max(v[3] for v in phased.values()):.2f} "
+                        f"of the ceiling ({lo[0]}: {by_shape[lo[0]][3]:.2f})")
         row(what, f"{lo[1][0]:.2f} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}{extra}",
             f">= {target:.2f}", lo[1][0] >= target)
 

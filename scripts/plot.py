@@ -129,7 +129,9 @@ def plot_bench(rows, out, written):
         nt_ceiling = sorted((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])) for r in grp
                             if r["family"] == "ceiling" and r["implementation"] == "stream-scale-nt")
         for norm in sorted({norm_tag(r) for r in grp if r["norm"] != "none"}):
-            cases = [r for r in grp if norm_tag(r) == norm]
+            cases = [r for r in grp if norm_tag(r) == norm and r["family"] != "ceiling"]
+            phased = sorted((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])) for r in grp
+                            if r["implementation"] == "row-phased" and norm_tag(r) == norm)
             # Throughput against working set.
             fig, ax = plt.subplots(figsize=(9, 5.5))
             if ceiling:
@@ -139,6 +141,10 @@ def plot_bench(rows, out, written):
                 xs, ys = zip(*nt_ceiling)
                 ax.plot(xs, ys, color="black", lw=1.5, ls="--", alpha=0.45,
                         label="ceiling, non-temporal stores")
+            if phased:  # schema 5 from row-phased's introduction: this norm's unavoidable traffic
+                xs, ys = zip(*phased)
+                ax.plot(xs, ys, color="black", lw=1.2, ls=":", alpha=0.7,
+                        label="row-phased ceiling (this norm's traffic)")
             by_impl = collections.defaultdict(list)
             for r in cases:
                 by_impl[r["implementation"]].append((fnum(r["working_set_bytes"]), fnum(r["gbps_median"])))

@@ -48,7 +48,7 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   std::copy(doc.names.begin(), doc.names.end(), names.begin());
   report::CsvRows<kBenchColumns> csv(report.string(), names);  // throws if a column is missing or extra
   std::array<std::string, kBenchColumns> row;
-  std::set<std::string> impls_seen, variants_seen;
+  std::set<std::string> impls_seen, variants_seen, phased_norms;
   int ceilings = 0, rows = 0;
   while (csv.next(row)) {
     ++rows;
@@ -76,11 +76,17 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
     EXPECT_EQ(f["repetitions"], "2");
     EXPECT_GT(std::stod(f["frac_of_ceiling"]), 0.0);
     if (f["family"] == "ceiling") ++ceilings;
+    if (f["implementation"] == "row-phased") {  // a ceiling of one norm's traffic, against the stream-scale one
+      EXPECT_EQ(f["family"], "ceiling");
+      EXPECT_NEAR(std::stod(f["frac_of_ceiling"]), std::stod(f["gbps_median"]) / std::stod(f["ceiling_gbps"]), 1e-3);
+      phased_norms.insert(f["norm"]);
+    }
     impls_seen.insert(f["implementation"]);
     if (f["family"] != "ceiling") variants_seen.insert(f["variant"]);
   }
   EXPECT_GT(rows, 0);
   EXPECT_GT(ceilings, 0);
+  EXPECT_EQ(phased_norms, (std::set<std::string>{"layernorm", "rmsnorm"}));
   peers::register_all();
   for (const Implementation& impl : registry()) EXPECT_TRUE(impls_seen.count(std::string(impl.name))) << impl.name;
   // The quick set runs every variant by default, and the unfused residual add beside the fused one.
@@ -113,7 +119,7 @@ TEST(BenchCli, HugePagesAreRecordedOrRefused) {
     EXPECT_EQ(row[2], policy);
     EXPECT_TRUE(row[3].empty()) << row[3];
   }
-  EXPECT_EQ(rows, 3);  // the two ceilings and the case
+  EXPECT_EQ(rows, 4);  // the two stream-scale ceilings, RMSNorm's row-phased one and the case
   fs::remove(report);
 }
 
@@ -165,7 +171,7 @@ TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
       report.string());
   const CommandResult r = run(fmt::format("{} --hygiene-check --benchmark_out={}", args, json.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("14 cases in 2 passes (one per shape and dtype; repetitions interleaved at random"),
+  EXPECT_NE(r.output.find("18 cases in 2 passes (one per shape and dtype; repetitions interleaved at random"),
             std::string::npos) << r.output;
   // 4x768 is too small to run on two threads: the partner is the 32x1024 threaded case.
   const auto m = search_ere(r.output,
@@ -185,7 +191,7 @@ TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
   EXPECT_NE(first.find(",ceiling/stream-scale/f32/4x768/threads:1,"), std::string::npos) << first;
   std::size_t rows = 1;
   for (std::string line; std::getline(csv, line);) rows += line.empty() ? 0 : 1;
-  EXPECT_EQ(rows, 14u);  // per shape: 2 ceilings x 2 thread counts, highway, threaded x 2
+  EXPECT_EQ(rows, 18u);  // per shape: 3 ceilings (2 stream-scale, 1 row-phased) x 2 thread counts, highway, threaded x 2
 
   // Google Benchmark's JSON over both passes: one document, both shapes, 2 repetitions + 4 aggregates each.
   std::ifstream in(json);
@@ -193,7 +199,7 @@ TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
   std::size_t entries = 0;
   for (std::size_t at = text.find("\"run_name\":"); at != std::string::npos; at = text.find("\"run_name\":", at + 1))
     ++entries;
-  EXPECT_EQ(entries, 14u * 6u);
+  EXPECT_EQ(entries, 18u * 6u);
   EXPECT_EQ(std::count(text.begin(), text.end(), '['), std::count(text.begin(), text.end(), ']'));
   EXPECT_EQ(text[text.find_last_not_of(" \n")], '}') << "the JSON document was not closed";
   EXPECT_NE(text.find("rmsnorm/threaded/f32/4x768/threads:2"), std::string::npos);

@@ -1,0 +1,103 @@
+// The row-phased ceiling (bench/ceiling.cpp): it must move every byte it claims to, in the order
+// it claims, on every SIMD target this CPU runs. A ceiling that skipped part of y or read the
+// wrong parameters would report a rate no kernel's traffic has, so its output is checked element
+// by element: y = fma(1.0001 x, gamma, beta) (RMSNorm's traffic: 1.0001 x gamma) where a vector
+// wrote it, 1.0001 x where scalar code peeled or finished a row.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <fmt/format.h>
+#include <hwy/aligned_allocator.h>
+
+#include "ceiling.hpp"
+#include "test_support.hpp"
+
+namespace normbench::testing {
+namespace {
+
+constexpr float kScale = 1.0001f;
+
+struct PhasedCase {
+  std::int64_t rows, cols;
+  int threads;
+  bool beta, nontemporal;
+};
+
+// Small integers: every row's sum is exact in f32, whatever the order of the additions.
+float x_value(std::size_t i) { return static_cast<float>(1 + i % 7); }
+
+// f32 data: one parameter vector per vector of x. Columns a multiple of every target's vector
+// and buffers 64-byte aligned, so every element is written by the vector loop (no peel, no tail).
+TEST(RowPhasedCeiling, WritesEveryElementWithItsOwnParameters) {
+  const PhasedCase cases[] = {{5, 768, 1, true, false},   {5, 768, 1, false, true},  {64, 8192, 2, true, true},
+                              {3, 1024, 2, true, false},  {1, 1 << 20, 2, true, true}, {1, 1 << 20, 2, false, false}};
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (const PhasedCase& c : cases) {
+      SCOPED_TRACE(fmt::format("{} {}x{} threads {} beta {} nontemporal {}", hwy::TargetName(target), c.rows, c.cols,
+                               c.threads, c.beta, c.nontemporal));
+      const auto n = static_cast<std::size_t>(c.rows * c.cols), cols = static_cast<std::size_t>(c.cols);
+      auto x = hwy::AllocateAligned<float>(n), y = hwy::AllocateAligned<float>(n);
+      auto gamma = hwy::AllocateAligned<float>(cols), beta = hwy::AllocateAligned<float>(cols);
+      ASSERT_TRUE(x && y && gamma && beta);
+      double total = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        x[i] = x_value(i);
+        y[i] = NAN;
+        total += x[i];
+      }
+      for (std::size_t j = 0; j < cols; ++j) {
+        gamma[j] = static_cast<float>(1 << (j % 3));  // exact products: an FMA or a multiply and an add agree
+        beta[j] = static_cast<float>(j % 5) * 0.5f;
+      }
+      const bench::PhasedRows rows{x.get(), y.get(), n, c.rows, gamma.get(), c.beta ? beta.get() : nullptr,
+                                   cols, 1, c.nontemporal};
+      const float sum = bench::row_phased(rows, c.threads);
+      EXPECT_EQ(sum, static_cast<float>(total)) << "the sums of the rows' reads";
+      int failures = 0;
+      for (std::size_t i = 0; i < n && failures < 5; ++i) {
+        const std::size_t j = i % cols;
+        const float scaled = kScale * x[i];
+        const float want = c.beta ? std::fma(scaled, gamma[j], beta[j]) : scaled * gamma[j];
+        if (!(y[i] == want) && ++failures)
+          ADD_FAILURE() << fmt::format("y[{}] (row {}, column {}) = {}, want {}", i, i / cols, j, y[i], want);
+      }
+    }
+  }
+}
+
+// 16-bit data: a row is cols * 2 bytes read as floats (half a float's shift per row of odd
+// length) against cols f32 parameters, two parameter vectors per vector of x. With gamma 1 and
+// beta 0 every written float is 1.0001 x, and every float of the copy is written.
+TEST(RowPhasedCeiling, SixteenBitRowsOfOddLengthCoverTheCopy) {
+  const PhasedCase cases[] = {{3, 1001, 1, true, false}, {7, 4097, 1, true, true}, {9, 3001, 2, false, true},
+                              {1, 65537, 2, true, true}};
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (const PhasedCase& c : cases) {
+      SCOPED_TRACE(fmt::format("{} {}x{} threads {} nontemporal {}", hwy::TargetName(target), c.rows, c.cols,
+                               c.threads, c.nontemporal));
+      const auto n = static_cast<std::size_t>(c.rows * c.cols * 2 / 4), cols = static_cast<std::size_t>(c.cols);
+      std::vector<float> x(n), y(n, NAN), gamma(cols, 1.0f), beta(cols, 0.0f);
+      for (std::size_t i = 0; i < n; ++i) x[i] = x_value(i);
+      const bench::PhasedRows rows{x.data(), y.data(), n, c.rows, gamma.data(), c.beta ? beta.data() : nullptr,
+                                   cols, 2, c.nontemporal};
+      bench::row_phased(rows, c.threads);
+      int failures = 0;
+      for (std::size_t i = 0; i < n && failures < 5; ++i)
+        if (!(y[i] == kScale * x[i]) && ++failures) ADD_FAILURE() << fmt::format("y[{}] = {}, want {}", i, y[i], kScale * x[i]);
+    }
+  }
+}
+
+TEST(RowPhasedCeiling, RejectsAParameterRatioItCannotRead) {
+  std::vector<float> x(64, 1.0f), y(64), gamma(64, 1.0f);
+  const bench::PhasedRows rows{x.data(), y.data(), 64, 1, gamma.data(), nullptr, 64, 3, false};
+  EXPECT_THROW(bench::row_phased(rows, 1), Error);
+}
+
+}  // namespace
+}  // namespace normbench::testing
