@@ -68,74 +68,111 @@ float Sum(const float* HWY_RESTRICT p, std::size_t n) {
   return s;
 }
 
-// The row-phased ceiling (see ceiling.hpp): per row, a read of the whole row into a sum, then a
-// second read of it with gamma [and beta] and the write of y, scaled by a factor that depends on
-// the sum, so that no store of a row can start before its read has finished. kParamsPerVector:
-// parameter vectors per vector of x (2 when x holds 16-bit values and the parameters f32).
-// param_n: the floats of gamma (and of beta) from x's first column on, which bound the vector loop.
-template <bool kStream, bool kBeta, std::size_t kParamsPerVector>
-HWY_INLINE float PhasedRowTyped(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, std::size_t n,
-                                const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta, std::size_t param_n,
-                                const float* next) {
+// The row-phased ceiling (see ceiling.hpp) of R rows at once (1, or a pair read and written
+// interleaved, as the kernels take short rows): a read of the whole rows into a sum each, then a
+// second read of them with gamma [and beta] (loaded once for the R rows) and the write of y, each
+// row scaled by a factor that depends on its sum, so that no store of a row can start before its
+// read has finished. n: the floats of every row (a pair's shorter row; the longer one's last
+// float is finished alone). kParamsPerVector: parameter vectors per vector of x (2 when x holds
+// 16-bit values and the parameters f32). param_n: the floats of gamma (and of beta) from the
+// rows' first column on, which bound the vector loop. next: the R rows after these (contiguous),
+// prefetched into L2 during the second read, and during the first with prefetch_in_read.
+template <std::size_t R, bool kStream, bool kBeta, std::size_t kParamsPerVector>
+HWY_INLINE float PhasedRowsOf(const float* const* x, float* const* y, std::size_t n, const std::size_t* row_n,
+                              const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta, std::size_t param_n,
+                              const float* next, bool prefetch_in_read) {
   const hn::ScalableTag<float> d;
   const std::size_t N = hn::Lanes(d);
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  hn::Vec<decltype(d)> a[R][4];
+  for (auto& row : a)
+    for (auto& v : row) v = hn::Zero(d);
   std::size_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
-    a0 = hn::Add(a0, hn::LoadU(d, x + i));
-    a1 = hn::Add(a1, hn::LoadU(d, x + i + N));
-    a2 = hn::Add(a2, hn::LoadU(d, x + i + 2 * N));
-    a3 = hn::Add(a3, hn::LoadU(d, x + i + 3 * N));
-  }
-  for (; i + N <= n; i += N) a0 = hn::Add(a0, hn::LoadU(d, x + i));
-  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
-  for (; i < n; ++i) sum += x[i];
-  // 0 * sum is not folded (sum may be Inf or NaN): the scale waits on the read.
-  const float scale = 1.0001f + 0.0f * sum;
-  const auto s = hn::Set(d, scale);
-  const auto value = [&](std::size_t j) HWY_ATTR {
-    auto v = hn::Mul(s, hn::LoadU(d, x + j));
-    for (std::size_t k = 0; k < kParamsPerVector; ++k) {
-      const auto g = hn::LoadU(d, gamma + kParamsPerVector * j + k * N);
-      v = kBeta ? hn::MulAdd(v, g, hn::LoadU(d, beta + kParamsPerVector * j + k * N)) : hn::Mul(v, g);
+  for (; i + 4 * N <= n; i += 4 * N)
+    for (std::size_t r = 0; r < R; ++r) {
+      if (prefetch_in_read && next)  // one line of the next rows per 64 bytes read
+        for (std::size_t j = 0; j < 4 * N; j += 64 / sizeof(float)) __builtin_prefetch(next + r * n + i + j, 0, 1);
+      for (std::size_t j = 0; j < 4; ++j) a[r][j] = hn::Add(a[r][j], hn::LoadU(d, x[r] + i + j * N));
     }
-    return v;
-  };
-  i = 0;
-  if constexpr (kStream)  // scalar stores up to the vector alignment, as the scale ceiling does
-    for (; i < n && reinterpret_cast<std::uintptr_t>(y + i) % (N * sizeof(float)) != 0; ++i) y[i] = scale * x[i];
-  for (; i + N <= n && kParamsPerVector * (i + N) <= param_n; i += N) {
-    if (next) __builtin_prefetch(next + i, 0, 1);  // the next row into L2, as the kernels' apply step does
-    if constexpr (kStream)
-      hn::Stream(value(i), d, y + i);
-    else
-      hn::StoreU(value(i), d, y + i);
+  for (; i + N <= n; i += N)
+    for (std::size_t r = 0; r < R; ++r) a[r][0] = hn::Add(a[r][0], hn::LoadU(d, x[r] + i));
+  float sum[R], scale[R];
+  hn::Vec<decltype(d)> s[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    sum[r] = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a[r][0], a[r][1]), hn::Add(a[r][2], a[r][3]))));
+    for (std::size_t k = i; k < row_n[r]; ++k) sum[r] += x[r][k];
+    // 0 * sum is not folded (sum may be Inf or NaN): the scale waits on the read.
+    scale[r] = 1.0001f + 0.0f * sum[r];
+    s[r] = hn::Set(d, scale[r]);
   }
-  for (; i < n; ++i) y[i] = scale * x[i];
-  return sum;
+  i = 0;
+  if constexpr (kStream)  // scalar stores up to the vector alignment (the caller gives a pair the same one)
+    for (; i < n && reinterpret_cast<std::uintptr_t>(y[0] + i) % (N * sizeof(float)) != 0; ++i)
+      for (std::size_t r = 0; r < R; ++r) y[r][i] = scale[r] * x[r][i];
+  for (; i + N <= n && kParamsPerVector * (i + N) <= param_n; i += N) {
+    hn::Vec<decltype(d)> v[R];
+    for (std::size_t r = 0; r < R; ++r) {
+      if (next) __builtin_prefetch(next + r * n + i, 0, 1);  // the next rows into L2, as the kernels' apply step does
+      v[r] = hn::Mul(s[r], hn::LoadU(d, x[r] + i));
+    }
+    for (std::size_t k = 0; k < kParamsPerVector; ++k) {
+      const auto g = hn::LoadU(d, gamma + kParamsPerVector * i + k * N);
+      const auto b = kBeta ? hn::LoadU(d, beta + kParamsPerVector * i + k * N) : g;
+      for (std::size_t r = 0; r < R; ++r) v[r] = kBeta ? hn::MulAdd(v[r], g, b) : hn::Mul(v[r], g);
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      if constexpr (kStream)
+        hn::Stream(v[r], d, y[r] + i);
+      else
+        hn::StoreU(v[r], d, y[r] + i);
+    }
+  }
+  float sink = 0;
+  for (std::size_t r = 0; r < R; ++r) {
+    for (std::size_t k = i; k < row_n[r]; ++k) y[r][k] = scale[r] * x[r][k];
+    sink += sum[r];
+  }
+  return sink;
 }
 
 // Rows [row_begin, row_end) of the row-phased ceiling, part `part` of `parts` of each row (a
 // column split where there are fewer rows than threads). Row r is floats
 // [r * total / rows, (r + 1) * total / rows) of x and y: the row's bytes read as floats (16-bit
-// rows of odd length shift by half a float, the same traffic).
+// rows of odd length shift by half a float, the same traffic). Whole rows go in pairs where
+// a.pairs says so (and non-temporal stores find both rows at the same alignment).
 template <bool kStream, bool kBeta, std::size_t kParamsPerVector>
 float PhasedRowsTyped(const PhasedRows& a, std::int64_t row_begin, std::int64_t row_end, std::size_t part,
                       std::size_t parts) {
+  const hn::ScalableTag<float> d;
+  const std::size_t vector_bytes = hn::Lanes(d) * sizeof(float);
   float sink = 0;
   const auto start = [&](std::int64_t r, std::size_t k) {
     const std::size_t row0 = a.total_floats * static_cast<std::size_t>(r) / static_cast<std::size_t>(a.rows);
     const std::size_t row1 = a.total_floats * static_cast<std::size_t>(r + 1) / static_cast<std::size_t>(a.rows);
     return row0 + (row1 - row0) * k / parts;
   };
-  for (std::int64_t r = row_begin; r < row_end; ++r) {
+  std::int64_t r = row_begin;
+  if (a.pairs && parts == 1)
+    for (; r + 2 <= row_end; r += 2) {
+      const std::size_t b0 = start(r, 0), b1 = start(r + 1, 0), e1 = start(r + 2, 0);
+      if (kStream && (b1 - b0) * sizeof(float) % vector_bytes != 0) break;  // rows at different alignments
+      const float* x[2] = {a.x + b0, a.x + b1};
+      float* y[2] = {a.y + b0, a.y + b1};
+      const std::size_t row_n[2] = {b1 - b0, e1 - b1};
+      const float* next = r + 4 <= row_end ? a.x + e1 : nullptr;
+      sink += PhasedRowsOf<2, kStream, kBeta, kParamsPerVector>(x, y, std::min(row_n[0], row_n[1]), row_n, a.gamma,
+                                                                a.beta, a.param_floats, next, a.prefetch_in_read);
+    }
+  for (; r < row_end; ++r) {
     const std::size_t begin = start(r, part), end = part + 1 == parts ? start(r + 1, 0) : start(r, part + 1);
     const std::size_t offset = begin - start(r, 0);  // from the row's first float
     const std::size_t param_offset = std::min(kParamsPerVector * offset, a.param_floats);
+    const float* x[1] = {a.x + begin};
+    float* y[1] = {a.y + begin};
+    const std::size_t row_n[1] = {end - begin};
     const float* next = r + 1 < row_end ? a.x + start(r + 1, part) : nullptr;
-    sink += PhasedRowTyped<kStream, kBeta, kParamsPerVector>(a.x + begin, a.y + begin, end - begin,
-                                                             a.gamma + param_offset, kBeta ? a.beta + param_offset : nullptr,
-                                                             a.param_floats - param_offset, next);
+    sink += PhasedRowsOf<1, kStream, kBeta, kParamsPerVector>(x, y, end - begin, row_n, a.gamma + param_offset,
+                                                              kBeta ? a.beta + param_offset : nullptr,
+                                                              a.param_floats - param_offset, next, a.prefetch_in_read);
   }
   if constexpr (kStream) hwy::FlushStream();
   return sink;

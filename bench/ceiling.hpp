@@ -22,8 +22,10 @@ float stream_scale(const float* src, float* dst, std::size_t n, const float* ext
 // standing for the statistics), then a second read of it with gamma [and beta] and the write of
 // y, whose scale depends on the sum, so a row's first store waits for its read to finish. Nothing
 // else of the statistics' arithmetic: no kernel that reads each row before writing it (as every
-// normalization must, short of holding a row in registers) should outrun it. Rows are split over
-// threads as `threaded` splits them; fewer rows than threads: each thread a share of every row.
+// normalization must, short of holding a row in registers) should outrun it by much. Rows go in
+// pairs (read and written interleaved, as the kernels take short rows), prefetch the next ones as
+// the kernels do, and are split over threads as `threaded` splits them; fewer rows than threads:
+// each thread a share of every row.
 struct PhasedRows {
   const float* x;             // the copy's bytes, read as floats
   float* y;
@@ -34,6 +36,12 @@ struct PhasedRows {
   std::size_t param_floats;   // cols * parameter size / 4
   std::size_t params_per_vector;  // parameter vectors per vector of x: 1 (f32, f64), 2 (bf16, f16)
   bool nontemporal;           // y with non-temporal stores
+  // The next row is prefetched into L2 during the second read; with this, during the first read
+  // too (the kernels do so for rows of one statistics chunk and at least 8 KiB).
+  bool prefetch_in_read = false;
+  // Whole rows in pairs, read and written interleaved (both rows' y at the same alignment where
+  // the stores are non-temporal; else the rest alone).
+  bool pairs = false;
 };
 float row_phased(const PhasedRows& rows, int threads);
 

@@ -32,13 +32,15 @@ float x_value(std::size_t i) { return static_cast<float>(1 + i % 7); }
 // f32 data: one parameter vector per vector of x. Columns a multiple of every target's vector
 // and buffers 64-byte aligned, so every element is written by the vector loop (no peel, no tail).
 TEST(RowPhasedCeiling, WritesEveryElementWithItsOwnParameters) {
-  const PhasedCase cases[] = {{5, 768, 1, true, false},   {5, 768, 1, false, true},  {64, 8192, 2, true, true},
-                              {3, 1024, 2, true, false},  {1, 1 << 20, 2, true, true}, {1, 1 << 20, 2, false, false}};
+  const PhasedCase cases[] = {{5, 768, 1, true, false},  {5, 768, 1, false, true},    {64, 8192, 2, true, true},
+                              {3, 1024, 2, true, false}, {1, 1 << 20, 2, true, true}, {1, 1 << 20, 2, false, false},
+                              {7, 2048, 2, true, true},  {7, 2048, 2, false, false}};
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);
-    for (const PhasedCase& c : cases) {
-      SCOPED_TRACE(fmt::format("{} {}x{} threads {} beta {} nontemporal {}", hwy::TargetName(target), c.rows, c.cols,
-                               c.threads, c.beta, c.nontemporal));
+    for (const PhasedCase& c : cases)
+    for (const bool pairs : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}x{} threads {} beta {} nontemporal {} pairs {}", hwy::TargetName(target), c.rows,
+                               c.cols, c.threads, c.beta, c.nontemporal, pairs));
       const auto n = static_cast<std::size_t>(c.rows * c.cols), cols = static_cast<std::size_t>(c.cols);
       auto x = hwy::AllocateAligned<float>(n), y = hwy::AllocateAligned<float>(n);
       auto gamma = hwy::AllocateAligned<float>(cols), beta = hwy::AllocateAligned<float>(cols);
@@ -53,8 +55,10 @@ TEST(RowPhasedCeiling, WritesEveryElementWithItsOwnParameters) {
         gamma[j] = static_cast<float>(1 << (j % 3));  // exact products: an FMA or a multiply and an add agree
         beta[j] = static_cast<float>(j % 5) * 0.5f;
       }
-      const bench::PhasedRows rows{x.get(), y.get(), n, c.rows, gamma.get(), c.beta ? beta.get() : nullptr,
-                                   cols, 1, c.nontemporal};
+      bench::PhasedRows rows{x.get(), y.get(), n, c.rows, gamma.get(), c.beta ? beta.get() : nullptr,
+                             cols, 1, c.nontemporal};
+      rows.prefetch_in_read = c.cols >= 2048;  // as normbench sets it for rows of 8 KiB
+      rows.pairs = pairs;
       const float sum = bench::row_phased(rows, c.threads);
       EXPECT_EQ(sum, static_cast<float>(total)) << "the sums of the rows' reads";
       int failures = 0;
@@ -77,14 +81,16 @@ TEST(RowPhasedCeiling, SixteenBitRowsOfOddLengthCoverTheCopy) {
                               {1, 65537, 2, true, true}};
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);
-    for (const PhasedCase& c : cases) {
-      SCOPED_TRACE(fmt::format("{} {}x{} threads {} nontemporal {}", hwy::TargetName(target), c.rows, c.cols,
-                               c.threads, c.nontemporal));
+    for (const PhasedCase& c : cases)
+    for (const bool pairs : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}x{} threads {} nontemporal {} pairs {}", hwy::TargetName(target), c.rows, c.cols,
+                               c.threads, c.nontemporal, pairs));
       const auto n = static_cast<std::size_t>(c.rows * c.cols * 2 / 4), cols = static_cast<std::size_t>(c.cols);
       std::vector<float> x(n), y(n, NAN), gamma(cols, 1.0f), beta(cols, 0.0f);
       for (std::size_t i = 0; i < n; ++i) x[i] = x_value(i);
-      const bench::PhasedRows rows{x.data(), y.data(), n, c.rows, gamma.data(), c.beta ? beta.data() : nullptr,
-                                   cols, 2, c.nontemporal};
+      bench::PhasedRows rows{x.data(), y.data(), n, c.rows, gamma.data(), c.beta ? beta.data() : nullptr,
+                             cols, 2, c.nontemporal};
+      rows.pairs = pairs;
       bench::row_phased(rows, c.threads);
       int failures = 0;
       for (std::size_t i = 0; i < n && failures < 5; ++i)

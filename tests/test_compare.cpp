@@ -206,6 +206,24 @@ TEST(Compare, ASlowerMachineCeilingIsDriftNotARegression) {
   fs::remove(drift);
 }
 
+// The row-phased ceiling rows (a norm's unavoidable traffic) are the machine's too.
+TEST(Compare, ASlowerRowPhasedCeilingIsDriftNotARegression) {
+  const fs::path sample = fs::path(NORMBENCH_SOURCE_DIR) / "reports/samples/bench-quick.csv";
+  const fs::path base = temp("phased-base.csv"), drift = temp("phased-drift.csv");
+  rewrite(sample, base, "implementation", "stream-scale", "implementation", [](const std::string&) { return "row-phased"; });
+  rewrite(base, drift, "implementation", "row-phased", "rep_times_ns", [](const std::string& v) {
+    std::stringstream in(v), out;
+    std::string t;
+    for (int i = 0; std::getline(in, t, ';'); ++i) out << (i ? ";" : "") << std::stod(t) * 1.25;
+    return out.str();
+  });
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, base.string(), drift.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("WARNING: the machine's bandwidth ceiling moved by +25.0%"), std::string::npos) << r.output;
+  fs::remove(base);
+  fs::remove(drift);
+}
+
 TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
   const fs::path good = temp("good.csv"), bad = temp("bad.csv");
   write_bench(good, 3, 5, [](int, int) { return 1.0; });
