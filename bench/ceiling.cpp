@@ -203,11 +203,20 @@ HWY_EXPORT(Scale);
 HWY_EXPORT(Sum);
 HWY_EXPORT(PhasedRowsRange);
 
+namespace {
+// Threads a ceiling of n floats runs on: at most `threads`, at least kMinElementsPerThread each
+// (the threaded kernel's policy).
+int ceiling_threads(std::size_t n, int threads) {
+  return static_cast<int>(std::min<std::size_t>(
+      threads, std::max<std::size_t>(1, n / static_cast<std::size_t>(kMinElementsPerThread))));
+}
+}  // namespace
+
 float stream_scale(const float* src, float* dst, std::size_t n, const float* extra, std::size_t n_extra,
                    int threads, bool nontemporal) {
   const auto scale = HWY_DYNAMIC_DISPATCH(Scale);
   const float extra_sum = n_extra ? HWY_DYNAMIC_DISPATCH(Sum)(extra, n_extra) : 0.0f;
-  const int t = static_cast<int>(std::min<std::size_t>(threads, std::max<std::size_t>(1, n / static_cast<std::size_t>(kMinElementsPerThread))));
+  const int t = ceiling_threads(n, threads);
   if (t <= 1) {
     scale(src, dst, n, nontemporal);
     return extra_sum;
@@ -225,8 +234,7 @@ float row_phased(const PhasedRows& a, int threads) {
   if (a.rows <= 0 || a.total_floats == 0) return 0;
   if (a.params_per_vector != 1 && a.params_per_vector != 2) throw Error("row_phased: 1 or 2 parameter vectors per vector");
   const auto range = HWY_DYNAMIC_DISPATCH(PhasedRowsRange);
-  const int t = static_cast<int>(std::min<std::size_t>(
-      threads, std::max<std::size_t>(1, a.total_floats / static_cast<std::size_t>(kMinElementsPerThread))));
+  const int t = ceiling_threads(a.total_floats, threads);
   if (t <= 1) return range(a, 0, a.rows, 0, 1);
   float sink = 0;
 #pragma omp parallel num_threads(t) reduction(+ : sink)

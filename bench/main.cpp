@@ -326,6 +326,21 @@ void hygiene_check(const Case& probe_case, const Case& threaded_case) {
                            probe_case.name, a, threaded_case.name, b, a / b, kHygieneRoundsEach);
 }
 
+// Google Benchmark's loop over a ceiling: call(x, y) on the workspace's copies in turn; its float
+// results are kept so that the reads they sum are not optimized away.
+template <class Call>
+void time_ceiling(benchmark::State& state, const Case& c, Workspace& ws, Call&& call) {
+  float sink = 0;
+  std::int64_t k = 0;
+  for (auto _ : state) {
+    sink += call(ws.x_copy(k), ws.y_copy(k));
+    benchmark::ClobberMemory();
+    if (++k == ws.copies) k = 0;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);  // the reporter records the rate
+}
+
 // The row-phased ceiling of c.norm (ceiling.hpp) over the workspace's copies, with its gamma/beta.
 void run_phased_ceiling_case(benchmark::State& state, const Case& c, Workspace& ws) {
   const std::size_t param_bytes = static_cast<std::size_t>(c.shape.cols) * dtype_size(param_dtype(c.dtype));
@@ -342,17 +357,11 @@ void run_phased_ceiling_case(benchmark::State& state, const Case& c, Workspace& 
   // the stream-scale ceiling instead of 0.43-0.57, 5x768 0.48 instead of 0.40-0.43, LayerNorm
   // 2048x16384 0.77-0.88 instead of 0.66-0.86; 43x768 0.62-0.64 instead of 0.67-0.77.
   rows.pairs = true;
-  float sink = 0;
-  std::int64_t k = 0;
-  for (auto _ : state) {
-    rows.x = static_cast<const float*>(ws.x_copy(k));
-    rows.y = static_cast<float*>(ws.y_copy(k));
-    sink += row_phased(rows, c.threads);
-    benchmark::ClobberMemory();
-    if (++k == ws.copies) k = 0;
-  }
-  benchmark::DoNotOptimize(sink);
-  state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);
+  time_ceiling(state, c, ws, [&](const void* x, void* y) {
+    rows.x = static_cast<const float*>(x);
+    rows.y = static_cast<float*>(y);
+    return row_phased(rows, c.threads);
+  });
 }
 
 void run_ceiling_case(benchmark::State& state, const Case& c) {
@@ -362,16 +371,10 @@ void run_ceiling_case(benchmark::State& state, const Case& c) {
   const std::size_t floats = ws.copy_bytes() / sizeof(float);
   const std::size_t extra = 2 * ws.gamma.size() / sizeof(float);
   if (ws.ceiling_extra.size() != extra) ws.ceiling_extra.assign(extra, 1.0f);
-  float sink = 0;
-  std::int64_t k = 0;
-  for (auto _ : state) {
-    sink += stream_scale(static_cast<const float*>(ws.x_copy(k)), static_cast<float*>(ws.y_copy(k)),
-                         floats, ws.ceiling_extra.data(), extra, c.threads, c.stores == StorePolicy::kStreaming);
-    benchmark::ClobberMemory();
-    if (++k == ws.copies) k = 0;
-  }
-  benchmark::DoNotOptimize(sink);
-  state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);  // the reporter records the rate
+  time_ceiling(state, c, ws, [&](const void* x, void* y) {
+    return stream_scale(static_cast<const float*>(x), static_cast<float*>(y), floats, ws.ceiling_extra.data(), extra,
+                        c.threads, c.stores == StorePolicy::kStreaming);
+  });
 }
 
 std::vector<int> default_threads() {
