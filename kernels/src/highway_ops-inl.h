@@ -509,9 +509,10 @@ HWY_INLINE hn::TFromD<D> TotalOfSquares(D d, const hn::Vec<D>* a) {
     return Total(d, a);
 }
 
-// sum(x_r^2), kSquareAcc independent accumulators per row.
+// sum(x_r^2), kSquareAcc independent accumulators per row. next_x (optional): the next R rows
+// (contiguous), prefetched into L2 while this read streams (see ShortRows for when).
 template <std::size_t R, class D, class T>
-HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out) {
+HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out, const T* next_x = nullptr) {
   const std::size_t N = hn::Lanes(d);
   constexpr std::size_t kStep = kSumStep<D, T>;
   constexpr std::size_t K = kSquareAcc;
@@ -523,6 +524,7 @@ HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<
   for (; i + K * N <= n; i += K * N)
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t j = 0; j < K; j += kStep) {
+        if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
         hn::Vec<D> v[kStep];
         LoadSumStep(d, x[r] + i + j * N, v);
         for (std::size_t k = 0; k < kStep; ++k) a[r][j + k] = hn::MulAdd(v[k], v[k], a[r][j + k]);

@@ -28,13 +28,29 @@ namespace hn = hwy::HWY_NAMESPACE;
 // LayerNorm rows of at least this many bytes also prefetch the next rows during their statistics
 // read, not only during the apply step: interleaved A/B, 1 thread, f32, 5 rounds: 2048x5120,
 // 2048x8192, 2048x16384 and 4096x4096 8-17% faster (the statistics read had been half the time,
-// at DRAM speed). RMSNorm's shorter apply step gained nothing consistent (4096x4096 12% slower),
+// at DRAM speed). RMSNorm's shorter apply step gained nothing consistent for f32 (4096x4096 12%
+// slower; 16-bit rows of 16 KiB in DRAM do gain, see kRmsPrefetchInStatsBytes),
 // and 3 KiB rows (21845x768) measured slower with it in a first, unpaired run. 8 KiB rows too
 // (lowered from 16 KiB; interleaved A/B, 1 thread, 6 rounds): bf16 16384x4096 16% and f32
 // 8192x2048 17% faster, bf16 2048x4096 7% (p = 0.055); the L3-resident 2048x2048 unchanged.
 // The apply step still prefetches the same next rows: without its prefetch, f32 2048x4096 and
 // 8192x2048 took 20% longer (interleaved A/B, 4 rounds); a line already on its way costs little.
 constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
+// RMSNorm's statistics read prefetches the next rows only for 16-bit data in rows of at least
+// 16 KiB written with streaming stores (DRAM-sized calls): its widening leaves the read short of
+// the bandwidth, and the next rows' lines fill the gap. Interleaved A/B, 1 thread, ABBA, 6 rounds,
+// `highway`: bf16 2048x16384 23-26%, 2048x8192 16-19% faster (0.71-0.73 -> 0.86-0.97 of the
+// row-phased ceiling), f16 4-6%; f32 rows in DRAM were mixed (2048x8192 8% faster, 4096x4096 27%
+// and 16384x4096 19% slower), as were 8 KiB bf16 rows (4096x4096 6% faster, 16384x4096 4% slower)
+// and L3-resident bf16 128x8192 (4% slower); highway-f64, compute-bound, unchanged. Measured again
+// as landed (two binaries, ABBA, 6 rounds): bf16 2048x16384 0.69 and 2048x8192 0.79 of the time
+// before, f16 1.00.
+constexpr std::size_t kRmsPrefetchInStatsBytes = 16 * 1024;
+// Only where it was measured to win: streaming stores, 16-bit data, f32 compute. highway-f64 keeps
+// the code it had (besides, under GCC 12 with ASan+UBSan, its instantiations with this prefetch
+// computed wrong rows on the SCALAR target; see README, "16-bit RMSNorm rows in DRAM").
+template <bool kStream, class T, class C>
+constexpr bool kRmsPrefetchInStats = kStream && sizeof(T) == 2 && std::is_same_v<C, float>;
 
 // Row r's rstd from its M2 (RMSNorm: sum of squares), with mean and rstd written where asked;
 // storage_compute rounds mean (in place) and the returned rstd to T, as the apply step uses them.
@@ -71,7 +87,9 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
   if (centres(p.norm))  // blocks of >= kPrefetchInStatsBytes: the next rows' prefetch starts in this read already
     BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
   else
-    SumsOfSquares<R>(d, x, n, m2);
+    SumsOfSquares<R>(d, x, n, m2,
+                     kRmsPrefetchInStats<kStream, T, C> && n * R * sizeof(T) >= kRmsPrefetchInStatsBytes ? next_x
+                                                                                                        : nullptr);
   for (std::size_t k = 0; k < R; ++k)
     rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
   Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
