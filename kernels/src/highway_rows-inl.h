@@ -29,27 +29,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 // read, not only during the apply step: interleaved A/B, 1 thread, f32, 5 rounds: 2048x5120,
 // 2048x8192, 2048x16384 and 4096x4096 8-17% faster (the statistics read had been half the time,
 // at DRAM speed). RMSNorm's shorter apply step gained nothing consistent for f32 (4096x4096 12%
-// slower; 16-bit rows of 8 KiB or more in DRAM do gain, see kRmsPrefetchInStatsBytes),
+// slower; 16-bit rows of 8 KiB or more in DRAM do gain, see kRmsPrefetchInStats),
 // and 3 KiB rows (21845x768) measured slower with it in a first, unpaired run. 8 KiB rows too
 // (lowered from 16 KiB; interleaved A/B, 1 thread, 6 rounds): bf16 16384x4096 16% and f32
 // 8192x2048 17% faster, bf16 2048x4096 7% (p = 0.055); the L3-resident 2048x2048 unchanged.
 // The apply step still prefetches the same next rows: without its prefetch, f32 2048x4096 and
 // 8192x2048 took 20% longer (interleaved A/B, 4 rounds); a line already on its way costs little.
 constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
-// RMSNorm's statistics read prefetches the next rows only for 16-bit data in rows of at least
-// 8 KiB written with streaming stores (DRAM-sized calls): its widening leaves the read short of
+// RMSNorm's statistics read prefetches the next rows (blocks of kPrefetchInStatsBytes or more, as
+// LayerNorm's) only for 16-bit data written with streaming stores (DRAM-sized calls) and f32
+// compute (kRmsPrefetchInStats, below): its widening leaves the read short of
 // the bandwidth, and the next rows' lines fill the gap. Interleaved A/B, 1 thread, ABBA, 6 rounds,
 // `highway`: bf16 2048x16384 23-26%, 2048x8192 16-19% faster (0.71-0.73 -> 0.86-0.97 of the
 // row-phased ceiling), f16 4-6%; f32 rows in DRAM were mixed (2048x8192 8% faster, 4096x4096 27%
 // and 16384x4096 19% slower), as was L3-resident bf16 128x8192 (4% slower); highway-f64,
 // compute-bound, unchanged. Measured again as landed (two binaries, ABBA, 6 rounds): bf16
 // 2048x16384 0.69 and 2048x8192 0.79 of the time before, f16 1.00.
-// Lowered from 16 KiB to 8 KiB rows (one build, threshold set at run time, ABBA, 6-8 rounds, 1
+// Its threshold lowered from 16 KiB to 8 KiB (one build, threshold set at run time, ABBA, 6-8 rounds, 1
 // thread, medians of the per-round time ratios; three A/Bs): 4096x4096 0.84-0.87 of the time
 // before (bf16 and f16, `highway` and `threaded`), 3072x6144 bf16 0.82, 8192x4096 bf16
 // 0.91-0.97, f16 0.94-1.08; 16384x4096 0.94-1.06 and 2048x5120 1.01, with the ceilings moving
 // as much. The first measurement (above) had read 8 KiB bf16 rows as mixed.
-constexpr std::size_t kRmsPrefetchInStatsBytes = 8 * 1024;
 // Only where it was measured to win: streaming stores, 16-bit data, f32 compute. highway-f64 keeps
 // the code it had (besides, under GCC 12 with ASan+UBSan, its instantiations with this prefetch
 // computed wrong rows on the SCALAR target; see README, "16-bit RMSNorm rows in DRAM").
@@ -92,8 +92,7 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
     BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
   else
     SumsOfSquares<R>(d, x, n, m2,
-                     kRmsPrefetchInStats<kStream, T, C> && n * R * sizeof(T) >= kRmsPrefetchInStatsBytes ? next_x
-                                                                                                        : nullptr);
+                     kRmsPrefetchInStats<kStream, T, C> && n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
   for (std::size_t k = 0; k < R; ++k)
     rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
   Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
