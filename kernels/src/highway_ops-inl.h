@@ -712,9 +712,9 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
     }
   };
   // RMSNorm's rows (mean +0) leave out the subtraction where y stays cached and the compute is
-  // f32. One build, the path toggled at run time, ABBA, 5 rounds, 1 thread, f32: 1x768 0.93,
+  // f32. One build, the path toggled at run time, ABBA, 10 rounds, 1 thread, f32: 1x768 0.93,
   // 3x768 0.95, 5x768 0.97, 1x4096 0.93, 11x768, 43x768 and 4x4096 0.98 of the time before; bf16
-  // 128x768 0.94 (8 rounds). Not with streaming stores: f32 4096x4096, 8192x2048 and 21845x768
+  // 128x768 0.94 (6 and 8 rounds). Not with streaming stores: f32 4096x4096, 8192x2048 and 21845x768
   // in DRAM read 1.06-1.12 of the time before (share of the stream-scale ceiling 1.03-1.11 ->
   // 0.94-1.02), bf16 there 0.98-1.07. Not for f64 compute: highway-f64 keeps its arithmetic (its
   // Release objects differ from before only in stack slots).
