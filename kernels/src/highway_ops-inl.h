@@ -698,18 +698,29 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
     }
   }
   // The main loop is instantiated per set of given parameters (gamma and beta, gamma only, tested),
-  // so that they are not tested per vector; and it prefetches without a test too, each row's own x
-  // where there are no next rows (lines already on their way or in L1). GCC had kept those tests
-  // (and a flag reloaded from the stack) in the loop, about a third of its instructions (perf
-  // annotate, f32 43x768 LayerNorm).
-  const T* prefetch[R];
-  for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
+  // so that they are not tested per vector, and with and without the next rows' prefetch, so that
+  // neither is that. GCC had kept those tests (and a flag reloaded from the stack) in the loop,
+  // about a third of its instructions (perf annotate, f32 43x768 LayerNorm). Without next rows
+  // (a call's last rows; a decode call's only row) the loop had prefetched each row's own x, lines
+  // in L1 already, one more load-pipe operation per f32 vector: leaving it out, one build toggled
+  // at run time, ABBA, 1 thread, two sets of 10 rounds, medians of the per-round time ratio:
+  // RMSNorm f32 1x768 0.97 / 0.91, 1x1024 0.98 / 0.89, 1x2048 0.95 / 0.82, 1x4096 0.90 / 0.91,
+  // 1x8192 0.98, LayerNorm f32 1x768-1x8192 0.96-1.00, bf16 (one prefetch per two vectors)
+  // 0.97-1.05, 3x768-43x768 0.98-1.01; the row-phased ceilings (which prefetch next rows only)
+  // 0.98-1.02 (Zen 5). On the Zen 4 VM, two builds, ABBA, 10 rounds: LayerNorm f32 1x768-1x2048
+  // 0.88-0.90, 3x768 0.95, RMSNorm f32 1x768-1x4096 0.97-0.98, 1x8192 1.00-1.02, bf16 0.99-1.01.
   const auto main_loop_known = [&](auto known) HWY_ATTR __attribute__((always_inline)) {
-    for (; i + step <= n; i += step) {
-      // into L2: into L1 it evicts these rows (measured)
-      for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
-      step_columns(i, known);
-    }
+    const auto loop = [&](auto prefetch_next) HWY_ATTR __attribute__((always_inline)) {
+      for (; i + step <= n; i += step) {
+        if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
+          for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
+        step_columns(i, known);
+      }
+    };
+    if (next_x)
+      loop(std::true_type{});
+    else
+      loop(std::false_type{});
   };
   // RMSNorm's rows (mean +0) leave out the subtraction where y stays cached and the compute is
   // f32. One build, the path toggled at run time, ABBA, 10 rounds, 1 thread, f32: 1x768 0.93,
