@@ -122,13 +122,17 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows) {
 }
 
 namespace {
+std::int64_t l1_bytes() {
+  static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
+  return l1;
+}
+
 // Whether a LayerNorm row (with gamma and beta) is longer than kShortRowBytes and its x and y
 // and the parameters overflow L1, so that its apply step re-reads gamma and beta from L2.
 bool layernorm_rows_overflow_l1(const Problem& p) {
-  static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
   const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
   const auto param_bytes = 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
-  return centres(p.norm) && row_bytes > kShortRowBytes && 2 * row_bytes + param_bytes > l1;
+  return centres(p.norm) && row_bytes > kShortRowBytes && 2 * row_bytes + param_bytes > l1_bytes();
 }
 
 bool rows_stay_cached(const Problem& p, std::int64_t rows) {
@@ -143,16 +147,21 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   return rows >= kMinBlockedRows && layernorm_rows_overflow_l1(p) && rows_stay_cached(p, rows);
 }
 
-// Streaming from DRAM, pairs pay only where gamma and beta are this large (f32 parameters of 16384
-// columns): interleaved A/B on the Zen 5 VM, 1 thread, 4 rounds x 3 repetitions, pairs against
+// Streaming from DRAM, pairs pay where one row's x and gamma and beta do not fit in L1 together, so
+// that a single row's apply step re-reads the parameters from L2 (a pair reads them once for two
+// rows). Zen 5 VM (48 KiB L1), interleaved A/B, 1 thread, 4 rounds x 3 repetitions, pairs against
 // single rows: 2048x16384 f32 13% and bf16 15% faster; 2048x8192 bf16 7% faster but f32 3.5%
-// slower; 4096-column rows 5-7% slower (bf16 2048x4096, 4096x4096, 8192x4096; f32 4096x4096);
-// 2048x5120 the same.
-constexpr std::int64_t kDramPairParamBytes = std::int64_t{128} << 10;
-
+// slower; 4096-column rows, whose x and parameters fit its L1 (f32 48 KiB, bf16 40 KiB), 5-7%
+// slower (bf16 2048x4096, 4096x4096, 8192x4096; f32 4096x4096); 2048x5120 the same. On the Zen 4
+// VM (32 KiB L1) the 4096-column rows overflow it and pairs win (one build, this rule against
+// pairs only from 128 KiB of parameters, toggled at run time, ABBA, 6 rounds, medians of the
+// per-round time ratio): 1 thread f32 2048x4096 0.86, 2048x5120 0.92, 2048x8192 0.92, 4096x4096
+// 0.92, 8192x4096 0.95; bf16 0.83-0.96 (8192x4096 1.00); f16 0.89-0.98 (2048x4096 1.00);
+// `threaded` at 2 threads 0.85-0.98 but f32 2048x5120 1.12 and f16 2048x5120 1.00 (rounds 0.73-1.78).
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
+  const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
   const auto param_bytes = 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
-  return layernorm_rows_overflow_l1(p) && (rows_stay_cached(p, rows) || param_bytes >= kDramPairParamBytes);
+  return layernorm_rows_overflow_l1(p) && (rows_stay_cached(p, rows) || row_bytes + param_bytes > l1_bytes());
 }
 }  // namespace detail
 

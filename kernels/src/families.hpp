@@ -68,10 +68,12 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
 // 128x8192 20%, 8x16384 14%, 512x4096 12% faster; bf16 128x5120 11%, 128x8192 15%, 128x16384
 // 16%; f16 128x8192 16%; f64 3x4096 9%, 256x4096 13% faster; 2 threads f32 5-15% faster.
 // interleave_long_layernorm_rows: two rows at a time where fewer rows stay cached, and in DRAM
-// where gamma and beta take 128 KiB or more (see kDramPairParamBytes), so that a pair reads them
-// once. Interleaved A/B, 1 thread, 4 rounds: f32 8x4096 10%, 2048x16384 13%, bf16 2048x16384 15%
-// faster than single rows; not for shorter rows in DRAM (bf16 2048x4096 7% slower on Zen 4, 5% on
-// Zen 5), nor where no L1 overflow (f32 128x2048: the same), nor for RMSNorm, whose apply step
+// where one row's x and gamma and beta overflow L1 together (see its definition), so that a pair
+// reads the parameters once. Interleaved A/B, 1 thread, 4 rounds: f32 8x4096 10%, 2048x16384
+// 13%, bf16 2048x16384 15% faster than single rows; not for 4096-column rows in DRAM on Zen 5
+// (5% slower: x and the parameters fit its 48 KiB L1), where an early Zen 4 A/B had found bf16
+// 2048x4096 7% slower too (before most of the present kernels; now 4% faster there, in every
+// round); nor where no L1 overflow (f32 128x2048: the same), nor for RMSNorm, whose apply step
 // reads gamma only (pairs: f32 64x4096 19% and 256x2048 14% slower; blocks: 4x4096 and 8x4096
 // 11-17% slower, 128x8192 18% faster).
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
