@@ -156,7 +156,7 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 // VM (32 KiB L1) the 4096-column rows overflow it and pairs win (one build, this rule against
 // pairs only from 128 KiB of parameters, toggled at run time, ABBA, 6 rounds, medians of the
 // per-round time ratio): 1 thread f32 2048x4096 0.86, 2048x5120 0.92, 2048x8192 0.92, 4096x4096
-// 0.92, 8192x4096 0.95; bf16 0.83-0.96 (8192x4096 1.00); f16 0.89-0.98 (2048x4096 1.00);
+// 0.92, 8192x4096 0.95; bf16 0.83-0.96 (8192x4096 1.00); f16 0.89-0.99 (2048x4096 1.00);
 // `threaded` at 2 threads 0.85-0.98 but f32 2048x5120 1.12 and f16 2048x5120 1.00 (rounds 0.73-1.78).
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
