@@ -52,7 +52,8 @@ constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
 // as much. The first measurement (above) had read 8 KiB bf16 rows as mixed.
 // Only where it was measured to win: streaming stores, 16-bit data, f32 compute. highway-f64 keeps
 // the code it had (besides, under GCC 12 with ASan+UBSan, its instantiations with this prefetch
-// computed wrong rows on the SCALAR target; see README, "16-bit RMSNorm rows in DRAM").
+// computed wrong rows on the SCALAR target; see reports/baselines/PERFORMANCE-LOG.md, "16-bit
+// RMSNorm rows in DRAM").
 template <bool kStream, class T, class C>
 constexpr bool kRmsPrefetchInStats = kStream && sizeof(T) == 2 && std::is_same_v<C, float>;
 
