@@ -709,18 +709,31 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   // 0.97-1.05, 3x768-43x768 0.98-1.01; the row-phased ceilings (which prefetch next rows only)
   // 0.98-1.02 (Zen 5). On the Zen 4 VM, two builds, ABBA, 10 rounds: LayerNorm f32 1x768-1x2048
   // 0.88-0.90, 3x768 0.95, RMSNorm f32 1x768-1x4096 0.97-0.98, 1x8192 1.00-1.02, bf16 0.99-1.01.
+  // f64 compute (highway-f64) keeps its one loop that prefetches either: with the two loops, the
+  // ASan+UBSan build's SCALAR highway-f64 LayerNorm bf16 64x1000 wrote wrong rows (the
+  // layout-sensitive fault in reports/baselines/PERFORMANCE-LOG.md, "16-bit RMSNorm rows in DRAM").
+  const T* prefetch[R];
+  for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
   const auto main_loop_known = [&](auto known) HWY_ATTR __attribute__((always_inline)) {
-    const auto loop = [&](auto prefetch_next) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (std::is_same_v<hn::TFromD<D>, double>) {
       for (; i + step <= n; i += step) {
-        if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
-          for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
+        // into L2: into L1 it evicts these rows (measured)
+        for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
         step_columns(i, known);
       }
-    };
-    if (next_x)
-      loop(std::true_type{});
-    else
-      loop(std::false_type{});
+    } else {
+      const auto loop = [&](auto prefetch_next) HWY_ATTR __attribute__((always_inline)) {
+        for (; i + step <= n; i += step) {
+          if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
+            for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
+          step_columns(i, known);
+        }
+      };
+      if (next_x)
+        loop(std::true_type{});
+      else
+        loop(std::false_type{});
+    }
   };
   // RMSNorm's rows (mean +0) leave out the subtraction where y stays cached and the compute is
   // f32. One build, the path toggled at run time, ABBA, 10 rounds, 1 thread, f32: 1x768 0.93,
