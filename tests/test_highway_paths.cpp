@@ -103,34 +103,39 @@ TEST(HighwayPaths, LastLevelCacheIsWhatOneCoreCanUse) {
   EXPECT_LE(llc, std::int64_t{32} << 20);
 }
 
+// highway-f64 too: its 16-bit rows are read back from a per-thread copy widened to f64, one
+// buffer for the pair of rows computed together.
 TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);
-    const Implementation& hw = find_implementation("highway");
-    for (Norm n : row_norms())
-      for (DType t : kAllDTypes)
-        for (auto [rows, cols] : kShapes) {
-          SCOPED_TRACE(fmt::format("{} {} {} {}x{}", hwy::TargetName(target), norm_name(n), dtype_name(t), rows, cols));
-          const Problem p{n, t, rows, cols, default_eps(n)};
-          Inputs in(p, true, true);
-          fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 1));
-          const auto count = static_cast<std::size_t>(rows * cols);
-          const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
-          Buffer all(count, dtype_size(t)), alone(count, dtype_size(t));
-          std::vector<float> mean_all(rows), rstd_all(rows), mean_alone(rows), rstd_alone(rows);
-          forward(hw, p, in.buffers(all.data(), mean_all.data(), rstd_all.data()));
-          for (std::int64_t r = 0; r < rows; ++r) {
-            const Problem one{n, t, 1, cols, p.eps};
-            const Buffers b = in.buffers(nullptr);
-            forward(hw, one,
-                    Buffers{static_cast<const unsigned char*>(b.x) + r * row_bytes,
-                            static_cast<unsigned char*>(alone.data()) + r * row_bytes, b.gamma, b.beta,
-                            mean_alone.data() + r, rstd_alone.data() + r});
+    for (const char* name : {"highway", "highway-f64"}) {
+      const Implementation& hw = find_implementation(name);
+      for (Norm n : row_norms())
+        for (DType t : kAllDTypes)
+          for (auto [rows, cols] : kShapes) {
+            SCOPED_TRACE(fmt::format("{} {} {} {} {}x{}", name, hwy::TargetName(target), norm_name(n), dtype_name(t), rows,
+                                     cols));
+            const Problem p{n, t, rows, cols, default_eps(n)};
+            Inputs in(p, true, true);
+            fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 1));
+            const auto count = static_cast<std::size_t>(rows * cols);
+            const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
+            Buffer all(count, dtype_size(t)), alone(count, dtype_size(t));
+            std::vector<float> mean_all(rows), rstd_all(rows), mean_alone(rows), rstd_alone(rows);
+            forward(hw, p, in.buffers(all.data(), mean_all.data(), rstd_all.data()));
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const Problem one{n, t, 1, cols, p.eps};
+              const Buffers b = in.buffers(nullptr);
+              forward(hw, one,
+                      Buffers{static_cast<const unsigned char*>(b.x) + r * row_bytes,
+                              static_cast<unsigned char*>(alone.data()) + r * row_bytes, b.gamma, b.beta,
+                              mean_alone.data() + r, rstd_alone.data() + r});
+            }
+            ASSERT_EQ(0, std::memcmp(all.data(), alone.data(), all.size_bytes()));
+            ASSERT_EQ(0, std::memcmp(mean_all.data(), mean_alone.data(), rows * sizeof(float)));
+            ASSERT_EQ(0, std::memcmp(rstd_all.data(), rstd_alone.data(), rows * sizeof(float)));
           }
-          ASSERT_EQ(0, std::memcmp(all.data(), alone.data(), all.size_bytes()));
-          ASSERT_EQ(0, std::memcmp(mean_all.data(), mean_alone.data(), rows * sizeof(float)));
-          ASSERT_EQ(0, std::memcmp(rstd_all.data(), rstd_alone.data(), rows * sizeof(float)));
-        }
+    }
   }
 }
 

@@ -441,15 +441,23 @@ HWY_INLINE V AddOnFmaPipe(V acc, V v, V one) {
 #endif
 }
 
+// Where a statistics read is given `widened` (R rows of at least n rounded up to whole vectors, in
+// the compute type), it also stores each row's values there as loaded: the apply step then reads
+// them back instead of converting x a second time (highway-f64, see ShortRows). W: std::nullptr_t
+// (nothing stored) or hn::TFromD<D>* const*.
+template <class W>
+constexpr bool kKeepsWidened = !std::is_same_v<W, std::nullptr_t>;
+
 // c_r = sum(x_r - m_r) and s_r = sum((x_r - m_r)^2), kAcc independent accumulator pairs per row.
 // next_x (optional): the next R rows (R rows of n elements, contiguous), prefetched into L2 while
-// this read streams, as Apply does (see ShortRows for when).
-template <std::size_t R, class D, class T>
+// this read streams, as Apply does (see ShortRows for when). widened: see kKeepsWidened.
+template <std::size_t R, class D, class T, class W = std::nullptr_t>
 HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* mean,
-                            hn::TFromD<D>* c, hn::TFromD<D>* s, const T* next_x = nullptr) {
+                            hn::TFromD<D>* c, hn::TFromD<D>* s, const T* next_x = nullptr, W widened = nullptr) {
   const std::size_t N = hn::Lanes(d);
   constexpr std::size_t kStep = kSumStep<D, T>;
   static_assert(kAcc % kStep == 0);
+  static_assert(kStep == 1 || !kKeepsWidened<W>);
   hn::Vec<D> m[R], ca[R][kAcc], sa[R][kAcc];
   for (std::size_t r = 0; r < R; ++r) {
     m[r] = hn::Set(d, mean[r]);
@@ -463,6 +471,7 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
         if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
         hn::Vec<D> v[kStep];
         LoadSumStep(d, x[r] + i + j * N, v);
+        if constexpr (kKeepsWidened<W>) hn::StoreU(v[0], d, widened[r] + i + j * N);
         for (std::size_t k = 0; k < kStep; ++k) {
           const auto dev = hn::Sub(v[k], m[r]);
           ca[r][j + k] = (j + k) % 2 ? AddOnFmaPipe(ca[r][j + k], dev, one) : hn::Add(ca[r][j + k], dev);
@@ -471,13 +480,17 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
       }
   for (; i + N <= n; i += N)
     for (std::size_t r = 0; r < R; ++r) {
-      const auto dev = hn::Sub(LoadRow(d, x[r] + i), m[r]);
+      const auto v = LoadRow(d, x[r] + i);
+      if constexpr (kKeepsWidened<W>) hn::StoreU(v, d, widened[r] + i);
+      const auto dev = hn::Sub(v, m[r]);
       ca[r][0] = hn::Add(ca[r][0], dev);
       sa[r][0] = hn::MulAdd(dev, dev, sa[r][0]);
     }
   if (i < n)
     for (std::size_t r = 0; r < R; ++r) {
-      const auto dev = hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, x[r] + i, n - i), m[r]));
+      const auto v = LoadPartial(d, x[r] + i, n - i);
+      if constexpr (kKeepsWidened<W>) hn::StoreU(v, d, widened[r] + i);  // whole vector: the rows are padded
+      const auto dev = hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(v, m[r]));
       ca[r][1] = hn::Add(ca[r][1], dev);
       sa[r][1] = hn::MulAdd(dev, dev, sa[r][1]);
     }
@@ -510,13 +523,16 @@ HWY_INLINE hn::TFromD<D> TotalOfSquares(D d, const hn::Vec<D>* a) {
 }
 
 // sum(x_r^2), kSquareAcc independent accumulators per row. next_x (optional): the next R rows
-// (contiguous), prefetched into L2 while this read streams (see ShortRows for when).
-template <std::size_t R, class D, class T>
-HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out, const T* next_x = nullptr) {
+// (contiguous), prefetched into L2 while this read streams (see ShortRows for when). widened: see
+// kKeepsWidened.
+template <std::size_t R, class D, class T, class W = std::nullptr_t>
+HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out, const T* next_x = nullptr,
+                              W widened = nullptr) {
   const std::size_t N = hn::Lanes(d);
   constexpr std::size_t kStep = kSumStep<D, T>;
   constexpr std::size_t K = kSquareAcc;
   static_assert(K % kStep == 0);
+  static_assert(kStep == 1 || !kKeepsWidened<W>);
   hn::Vec<D> a[R][K];
   for (std::size_t r = 0; r < R; ++r)
     for (auto& v : a[r]) v = hn::Zero(d);
@@ -527,16 +543,19 @@ HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<
         if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
         hn::Vec<D> v[kStep];
         LoadSumStep(d, x[r] + i + j * N, v);
+        if constexpr (kKeepsWidened<W>) hn::StoreU(v[0], d, widened[r] + i + j * N);
         for (std::size_t k = 0; k < kStep; ++k) a[r][j + k] = hn::MulAdd(v[k], v[k], a[r][j + k]);
       }
   for (std::size_t j = 0; i + N <= n; i += N, ++j)  // fewer than K vectors left: one accumulator each
     for (std::size_t r = 0; r < R; ++r) {
       const auto v = LoadRow(d, x[r] + i);
+      if constexpr (kKeepsWidened<W>) hn::StoreU(v, d, widened[r] + i);
       a[r][j] = hn::MulAdd(v, v, a[r][j]);
     }
   if (i < n)
     for (std::size_t r = 0; r < R; ++r) {
       const auto v = LoadPartial(d, x[r] + i, n - i);  // zero lanes add nothing
+      if constexpr (kKeepsWidened<W>) hn::StoreU(v, d, widened[r] + i);  // whole vector: the rows are padded
       a[r][K - 1] = hn::MulAdd(v, v, a[r][K - 1]);
     }
   for (std::size_t r = 0; r < R; ++r) out[r] = TotalOfSquares(d, a[r]);
@@ -598,10 +617,11 @@ constexpr auto BetaGiven(ParamsKnown<kKnown>) {
 // rstd arrive already rounded).
 // kBroadcast: gamma and beta point at one value each, applied to all n elements (GroupNorm's
 // per-channel parameters over a channel's spatial positions).
+// TX: T, or the compute type where x is the rows' widened copy (see kKeepsWidened); y is T.
 // kHwBf16: bf16 results rounded by AVX512-BF16 (see NarrowPairToBf16 and WithBf16Rounding).
 template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = false, bool kHwBf16 = false, class D,
-          class T, class P>
-HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
+          class TX, class T, class P>
+HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
                       const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
                       const T* next_x, ApplyOptions opt = {}) {
   const std::size_t N = hn::Lanes(d);
@@ -709,13 +729,15 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   // 0.97-1.05, 3x768-43x768 0.98-1.01; the row-phased ceilings (which prefetch next rows only)
   // 0.98-1.02 (Zen 5). On the Zen 4 VM, two builds, ABBA, 10 rounds: LayerNorm f32 1x768-1x2048
   // 0.88-0.90, 3x768 0.95, RMSNorm f32 1x768-1x4096 0.97-0.98, 1x8192 1.00-1.02, bf16 0.99-1.01.
-  // f64 compute (highway-f64) keeps its one loop that prefetches either: with the two loops, the
-  // ASan+UBSan build's SCALAR highway-f64 LayerNorm bf16 64x1000 wrote wrong rows (the
-  // layout-sensitive fault in reports/baselines/PERFORMANCE-LOG.md, "16-bit RMSNorm rows in DRAM").
-  const T* prefetch[R];
-  for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
+  // f64 compute (highway-f64) on its own x keeps its one loop that prefetches either (the two
+  // loops had been tried when the sanitizer build still compiled these kernels at -O2, where GCC 12
+  // miscompiled them: reports/baselines/PERFORMANCE-LOG.md, "The sanitizer build's wrong rows";
+  // not measured since). Widened rows (TX is the compute type) take the two loops.
+  constexpr bool kSingleLoop = std::is_same_v<hn::TFromD<D>, double> && std::is_same_v<TX, T>;
   const auto main_loop_known = [&](auto known) HWY_ATTR __attribute__((always_inline)) {
-    if constexpr (std::is_same_v<hn::TFromD<D>, double>) {
+    if constexpr (kSingleLoop) {
+      const T* prefetch[R];
+      for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
       for (; i + step <= n; i += step) {
         // into L2: into L1 it evicts these rows (measured)
         for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
@@ -764,9 +786,9 @@ HWY_INLINE void Apply(D d, const T* const* x, T* const* y, std::size_t n, const 
   // non-temporal and part cached (the next row's peel), which stalls: bf16 1048576x24 had taken
   // 6.6x as long with streaming stores as with cached ones.
   // Only after pairs: otherwise the main loop's step is N and no whole vector is left. (Compiled
-  // for f64 compute all the same, whose objects the layout-sensitive fault above watches; for the
-  // f32-compute single-vector loops GCC 12 warned of pointer overflow here once they were two.)
-  if constexpr (kPairs || std::is_same_v<hn::TFromD<D>, double>)
+  // for f64 compute's single loop all the same; for the f32-compute single-vector loops GCC 12
+  // warned of pointer overflow here once they were two.)
+  if constexpr (kPairs || kSingleLoop)
     for (; i + N <= n; i += N) columns(i, N, !kPairs, ParamsKnown<kParamsTested>{});
   if (i < n) columns(i, n - i, false, ParamsKnown<kParamsTested>{});
 }
@@ -790,9 +812,10 @@ constexpr double kOneReadMaxRho = 1.0 / 16;
 // corrected two-pass around mean0: c = sum(x - mean0), S = sum((x - mean0)^2),
 //   mean = mean0 + c/n, M2 = S - c^2/n.
 // Rows are decided one by one, so the result of a row never depends on the rows beside it.
-template <std::size_t R, class D, class T>
+// widened: see kKeepsWidened (stored by the first read, the one every row takes).
+template <std::size_t R, class D, class T, class W = std::nullptr_t>
 HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2,
-                           const T* next_x = nullptr) {
+                           const T* next_x = nullptr, W widened = nullptr) {
   using C = hn::TFromD<D>;
   const C inv_n = C(1) / static_cast<C>(n);
   const std::size_t sample = std::min(n, kShiftSample);
@@ -800,7 +823,7 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
   for (std::size_t r = 0; r < R; ++r) x0[r] = static_cast<C>(widen(x[r][0]));
   ShiftedSums<R>(d, x, sample, x0, sample_sum);
   for (std::size_t r = 0; r < R; ++r) shift[r] = x0[r] + sample_sum[r] * (C(1) / static_cast<C>(sample));
-  CentredSums<R>(d, x, n, shift, s1, s2, next_x);  // S1 and S2: the centred sums around K
+  CentredSums<R>(d, x, n, shift, s1, s2, next_x, widened);  // S1 and S2: the centred sums around K
   for (std::size_t r = 0; r < R; ++r) {
     const C mean0 = shift[r] + s1[r] * inv_n;
     const C shift_term = s1[r] * s1[r] * inv_n;

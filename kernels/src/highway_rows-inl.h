@@ -51,9 +51,9 @@ constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
 // 0.91-0.97, f16 0.94-1.08; 16384x4096 0.94-1.06 and 2048x5120 1.01, with the ceilings moving
 // as much. The first measurement (above) had read 8 KiB bf16 rows as mixed.
 // Only where it was measured to win: streaming stores, 16-bit data, f32 compute. highway-f64 keeps
-// the code it had (besides, under GCC 12 with ASan+UBSan, its instantiations with this prefetch
-// computed wrong rows on the SCALAR target; see reports/baselines/PERFORMANCE-LOG.md, "16-bit
-// RMSNorm rows in DRAM").
+// the code it had (compute-bound; its instantiations with this prefetch had also shown the -O2
+// sanitizer build's miscompilation, reports/baselines/PERFORMANCE-LOG.md, "The sanitizer build's
+// wrong rows").
 template <bool kStream, class T, class C>
 constexpr bool kRmsPrefetchInStats = kStream && sizeof(T) == 2 && std::is_same_v<C, float>;
 
@@ -71,14 +71,30 @@ HWY_INLINE C RowScale(const Problem& p, const Buffers& b, std::int64_t r, C& mea
   return rstd;
 }
 
+// highway-f64 on bf16/f16 data: the statistics read keeps the rows widened to f64 in a per-thread
+// buffer (kKeepsWidened) and the apply step reads them from there, instead of widening each value
+// twice. The same arithmetic, so the same results. One build, the buffer's size limit set at run
+// time, ABBA, 4 rounds, 1 thread, medians of the per-round time ratio (Zen 4): bf16 LayerNorm and
+// RMSNorm 1x768 to 512x16384 (in DRAM 21845x768, 2048x8192) 0.85-0.90 of the time before, f16
+// 0.88-0.92 (RMSNorm 21845x768 1.00). Not for f32 data: LayerNorm 64x768 and 1x4096 0.85-1.00
+// and 10923x768 0.95-1.05, but 2048x1024 1.14-1.30 and 4096x4096 1.01-1.20, RMSNorm in DRAM
+// (10923x768, 4096x4096) 1.43-1.79 of the time before, though a microbenchmark of the two loops
+// alone had read the f32 form 20% faster. Zen 5, two builds, ABBA, 4 rounds, 1 thread: bf16
+// 0.83-0.93, f16 0.85-0.95 (RMSNorm 64x768 1.00) of the time before. Rows of up to kWidenedRowsMaxBytes per ShortRows call
+// (f64 copies of two rows of 16384 values: the largest measured).
+template <class T, class C, bool kVariant>
+constexpr bool kMayWidenRows = std::is_same_v<C, double> && sizeof(T) == 2 && !kVariant;
+constexpr std::size_t kWidenedRowsMaxBytes = 256 * 1024;
+
 // R whole rows of at most one chunk each, starting at row r: statistics, then the apply step.
 // Not software-pipelined: computing the next block's statistics before this block's apply step
 // (so that each block's closing chain of horizontal sums, division and square root would overlap
 // the other's output) measured slower on Zen 5 (interleaved A/B, 1 thread, f32, 4 rounds:
 // highway 128x1024 13-15%, 43x768 4-10%, 128x768 6-7% slower; highway-f64 the same to 7% faster).
+// widened (kMayWidenRows only; may be null): room for R rows of widened_stride values.
 template <std::size_t R, bool kStream, bool kVariant, bool kHwBf16, class T, class C, class P>
 HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, const P* gamma, const P* beta,
-                          const T* next_x) {
+                          const T* next_x, C* widened = nullptr, std::size_t widened_stride = 0) {
   const hn::ScalableTag<C> d;
   const std::size_t n = static_cast<std::size_t>(p.cols);
   const T* x[R];
@@ -88,6 +104,21 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
     x[k] = static_cast<const T*>(b.x) + (r + static_cast<std::int64_t>(k)) * p.cols;
     y[k] = static_cast<T*>(b.y) + (r + static_cast<std::int64_t>(k)) * p.cols;
     mean[k] = 0;
+  }
+  if constexpr (kMayWidenRows<T, C, kVariant>) {
+    if (widened) {
+      C* w[R];
+      const C* xw[R];
+      for (std::size_t k = 0; k < R; ++k) xw[k] = w[k] = widened + k * widened_stride;
+      if (centres(p.norm))
+        BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr, w);
+      else
+        SumsOfSquares<R>(d, x, n, m2, static_cast<const T*>(nullptr), w);
+      for (std::size_t k = 0; k < R; ++k)
+        rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
+      Apply<kStream, R, kVariant, false, kHwBf16>(d, xw, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
+      return;
+    }
   }
   if (centres(p.norm))  // blocks of >= kPrefetchInStatsBytes: the next rows' prefetch starts in this read already
     BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
@@ -205,7 +236,7 @@ constexpr std::int64_t kTriple = 3;
 // (1x4096 f32 had taken 22-45% longer with it).
 constexpr std::int64_t kMinRowsToWidenParams = 4;
 inline std::vector<double>& WidenedParamsBuffer(int which) {
-  thread_local std::vector<double> buffers[2];
+  thread_local std::vector<double> buffers[3];  // gamma, beta, and the rows of kMayWidenRows
   return buffers[which];
 }
 
@@ -250,6 +281,19 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // spent ~5 ns in the lambda's own call and frame and the out-of-line rule (perf annotate).
     const auto short_rows = [&](const auto* g, const auto* bt) HWY_ATTR __attribute__((always_inline)) {
       constexpr auto R = static_cast<std::int64_t>(kRowsAtOnce);
+      C* widened = nullptr;
+      std::size_t stride = 0;
+      if constexpr (kMayWidenRows<T, C, kVariant>) {
+        const std::size_t N = hn::Lanes(d);
+        stride = (static_cast<std::size_t>(p.cols) + N - 1) / N * N;
+        if (kRowsAtOnce * stride * sizeof(C) <= kWidenedRowsMaxBytes) {
+          std::vector<double>& buf = WidenedParamsBuffer(2);
+          constexpr std::size_t kAlign = kMaxVectorBytes / sizeof(double);  // whole vectors, aligned
+          if (buf.size() < kRowsAtOnce * stride + kAlign) buf.resize(kRowsAtOnce * stride + kAlign);
+          const auto misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % kMaxVectorBytes / sizeof(double);
+          widened = buf.data() + (misalign ? kAlign - misalign : 0);
+        }
+      }
       // highway-f64 on 16-bit data is compute-bound there: its pairs of long rows measured 5-6% slower.
       constexpr bool kLongRowPairs = !(std::is_same_v<C, double> && sizeof(T) == 2);
       std::int64_t r = row_begin;
@@ -279,11 +323,13 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
                              (kLongRowPairs && g && bt && detail::interleave_long_layernorm_rows(p, rows))))
         for (; r + R <= row_end; r += R) {
           add_rows(r, R);
-          ShortRows<kRowsAtOnce, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + R < row_end ? row_x(r + R) : nullptr);
+          ShortRows<kRowsAtOnce, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + R < row_end ? row_x(r + R) : nullptr,
+                                                               widened, stride);
         }
       for (; r < row_end; ++r) {
         add_rows(r, 1);
-        ShortRows<1, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + 1 < row_end ? row_x(r + 1) : nullptr);
+        ShortRows<1, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + 1 < row_end ? row_x(r + 1) : nullptr, widened,
+                                                     stride);
       }
     };
     constexpr bool kMayWiden = std::is_same_v<C, double> && std::is_same_v<P, float> && !kVariant;
