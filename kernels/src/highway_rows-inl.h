@@ -80,8 +80,9 @@ HWY_INLINE C RowScale(const Problem& p, const Buffers& b, std::int64_t r, C& mea
 // and 10923x768 0.95-1.05, but 2048x1024 1.14-1.30 and 4096x4096 1.01-1.20, RMSNorm in DRAM
 // (10923x768, 4096x4096) 1.43-1.79 of the time before, though a microbenchmark of the two loops
 // alone had read the f32 form 20% faster. Zen 5, two builds, ABBA, 4 rounds, 1 thread: bf16
-// 0.83-0.93, f16 0.85-0.95 (RMSNorm 64x768 1.00) of the time before. Rows of up to kWidenedRowsMaxBytes per ShortRows call
-// (f64 copies of two rows of 16384 values: the largest measured).
+// 0.83-0.93, f16 0.85-0.95 (RMSNorm 64x768 1.00) of the time before. Rows of up to
+// kWidenedRowsMaxBytes per ShortRows call (f64 copies of two rows of 16384 values: the largest
+// measured).
 template <class T, class C, bool kVariant>
 constexpr bool kMayWidenRows = std::is_same_v<C, double> && sizeof(T) == 2 && !kVariant;
 constexpr std::size_t kWidenedRowsMaxBytes = 256 * 1024;
