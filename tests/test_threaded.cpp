@@ -1,4 +1,6 @@
 // threaded must equal highway bit for bit, for every thread count and every SIMD target.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -39,6 +41,39 @@ TEST(Threaded, BitwiseEqualToHighwayForEveryThreadCount) {
             ASSERT_EQ(0, std::memcmp(rstd.data(), rstd_hw.data(), rows * sizeof(float)));
           }
         }
+  }
+}
+
+// The huge-row target asks for the same bits at every thread count: a row of 32 chunks and a
+// ragged tail, cut among 1 to 16 threads (16 is the most it takes: one per two chunks), merged
+// with Chan's formula in chunk order, must equal highway's single pass of the same chunks.
+TEST(Threaded, LongRowSplitAmongUpTo16ThreadsIsBitwiseEqualToHighway) {
+  const Implementation& hw = find_implementation("highway");
+  const Implementation& th = find_implementation("threaded");
+  const std::int64_t cols = (std::int64_t{1} << 20) + 3;
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (Norm n : {Norm::kLayerNorm, Norm::kRMSNorm})
+      for (DType t : kAllDTypes) {
+        SCOPED_TRACE(fmt::format("{} {} {} 1x{}", hwy::TargetName(target), norm_name(n), dtype_name(t), cols));
+        const Problem p{n, t, 1, cols, default_eps(n)};
+        Inputs in(p, true, true);
+        fill_inputs(in, 17);
+        Buffer expected(static_cast<std::size_t>(cols), dtype_size(t));
+        float mean_hw = 0, rstd_hw = 0;
+        forward(hw, p, in.buffers(expected.data(), &mean_hw, &rstd_hw));
+        int most_threads_used = 0;
+        for (int threads = 1; threads <= 16; ++threads) {
+          Buffer got(static_cast<std::size_t>(cols), dtype_size(t));
+          float mean = 0, rstd = 0;
+          forward(th, p, in.buffers(got.data(), &mean, &rstd), RunConfig{threads});
+          most_threads_used = std::max(most_threads_used, threads_used(th, p, RunConfig{threads}));
+          ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size_bytes())) << threads << " threads";
+          ASSERT_EQ(0, std::memcmp(&mean, &mean_hw, sizeof mean)) << threads << " threads";
+          ASSERT_EQ(0, std::memcmp(&rstd, &rstd_hw, sizeof rstd)) << threads << " threads";
+        }
+        EXPECT_EQ(most_threads_used, 16);  // the row really was cut 16 ways
+      }
   }
 }
 
