@@ -5,6 +5,7 @@
 // wrote it, 1.0001 x where scalar code peeled or finished a row.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -103,6 +104,29 @@ TEST(RowPhasedCeiling, RejectsAParameterRatioItCannotRead) {
   std::vector<float> x(64, 1.0f), y(64), gamma(64, 1.0f);
   const bench::PhasedRows rows{x.data(), y.data(), 64, 1, gamma.data(), nullptr, 64, 3, false};
   EXPECT_THROW(bench::row_phased(rows, 1), Error);
+}
+
+// The stream-scale ceiling: every element of dst scaled, and every float of `extra` read once at
+// every thread count (ones: the returned sum counts them exactly below 2^24, whatever the order).
+// A split that skipped or repeated part of either would move other bytes than it reports.
+TEST(StreamScaleCeiling, ScalesEveryElementAndReadsAllTheParametersAtEveryThreadCount) {
+  const std::size_t n = (std::size_t{1} << 18) + 5, n_extra = (std::size_t{1} << 19) + 3;
+  hwy::AlignedFreeUniquePtr<float[]> x = hwy::AllocateAligned<float>(n), y = hwy::AllocateAligned<float>(n);
+  const std::vector<float> extra(n_extra, 1.0f);
+  for (std::size_t i = 0; i < n; ++i) x[i] = x_value(i);
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (int threads : {1, 2, 3, 4, 8})
+      for (bool nontemporal : {false, true}) {
+        SCOPED_TRACE(fmt::format("{} {} threads, nontemporal {}", hwy::TargetName(target), threads, nontemporal));
+        std::fill_n(y.get(), n, -1.0f);
+        EXPECT_EQ(bench::stream_scale(x.get(), y.get(), n, extra.data(), n_extra, threads, nontemporal),
+                  static_cast<float>(n_extra));
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i) wrong += y[i] != kScale * x[i];
+        EXPECT_EQ(wrong, 0u);
+      }
+  }
 }
 
 }  // namespace
