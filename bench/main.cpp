@@ -1,6 +1,8 @@
 // normbench: Google Benchmark harness over every registered implementation, with the
 // machine's bandwidth ceiling measured beside each case and a self-describing CSV report.
+#include <omp.h>
 #include <regex.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -44,10 +46,59 @@ namespace {
 // re-execute ourselves once; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
 constexpr const char* kSpinCount = "100000";
 
+//
+// With OMP_PROC_BIND set, libgomp has pinned this (initial) thread to the first place before
+// main, and exec keeps that mask: the new process derived its places from that one CPU and ran
+// every thread there (OMP_PROC_BIND=close, 2 threads: both on CPU 0, the 2-thread cases at half
+// speed; on 16 cores every thread count ran at 1 thread's speed). So the new process gets back
+// every CPU of the places, which libgomp took from the mask the process started with.
+void give_back_every_place_cpu() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int p = 0; p < omp_get_num_places(); ++p) {
+    std::vector<int> ids(static_cast<std::size_t>(omp_get_place_num_procs(p)));
+    omp_get_place_proc_ids(p, ids.data());
+    for (int id : ids)
+      if (id >= 0 && id < CPU_SETSIZE) CPU_SET(id, &cpus);
+  }
+  if (CPU_COUNT(&cpus) > 0) sched_setaffinity(0, sizeof cpus, &cpus);
+}
+
 void ensure_bounded_openmp_spin(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   setenv("GOMP_SPINCOUNT", kSpinCount, 1);
+  if (omp_get_proc_bind() != omp_proc_bind_false) give_back_every_place_cpu();
   execv("/proc/self/exe", argv);  // on failure we simply continue with libgomp's default
+}
+
+// The CPUs a team of `threads` OpenMP threads may run on, together (each thread's affinity
+// mask, as OMP_PROC_BIND/OMP_PLACES, taskset or a container left it).
+int cpus_of_team(int threads) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+#pragma omp parallel num_threads(threads)
+  {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof mine, &mine) == 0) {
+#pragma omp critical
+      CPU_OR(&all, &all, &mine);
+    }
+  }
+  return CPU_COUNT(&all);
+}
+
+// A T-thread case whose threads share fewer than T CPUs measures time-slicing, not T threads:
+// say so before the run rather than report it as thread scaling.
+void warn_if_threads_share_cpus(const std::vector<int>& threads) {
+  const int most = *std::max_element(threads.begin(), threads.end());
+  if (most < 2) return;
+  const int cpus = cpus_of_team(most);
+  if (cpus >= most) return;
+  std::cerr << fmt::format("[normbench] warning: {} OpenMP threads can run on only {} CPU(s) (the affinity mask, "
+                           "OMP_PLACES/OMP_PROC_BIND or taskset): cases with more threads than that time-slice "
+                           "them, and their rates are not thread scaling\n",
+                           most, cpus);
 }
 
 std::int64_t physical_memory_bytes() {
@@ -566,6 +617,7 @@ int run(int argc, char** argv) {
       threads.push_back(v);
     }
     if (threads.empty()) threads = default_threads();
+    warn_if_threads_share_cpus(threads);
     const std::int64_t budget = physical_memory_bytes() * 8 / 10;
     for (const Shape& s : shapes)
       for (DType t : dtypes) {

@@ -2,10 +2,13 @@
 // reports/README.md (parsed with fast-cpp-csv-parser), and bad input exits 2 before any run.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -212,6 +215,63 @@ TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
   EXPECT_EQ(ordered.output.find("hygiene"), std::string::npos);
   fs::remove(report);
   fs::remove(json);
+}
+
+// The CPUs this test process may run on (its affinity mask), in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+constexpr const char* kSharedCpusWarning = "OpenMP threads can run on only";
+
+// normbench re-executes itself once (a bounded OpenMP spin). Under OMP_PROC_BIND libgomp had
+// pinned the first process to its first place, which the new process inherited: every thread of
+// every team then ran on one CPU. The 2-thread team's two threads must sit on two CPUs.
+TEST(BenchCli, OmpProcBindKeepsEveryCpuAcrossTheReExec) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "needs two CPUs";
+  const fs::path report = fs::temp_directory_path() / fmt::format("normbench-bind-{}.csv", getpid());
+  for (const char* bind : {"OMP_PROC_BIND=close", "OMP_PROC_BIND=spread OMP_PLACES=cores"}) {
+    SCOPED_TRACE(bind);
+    const CommandResult r = run_command(fmt::format(
+        "env {} OMP_DISPLAY_AFFINITY=TRUE OMP_AFFINITY_FORMAT='bound-to %A' {} --shape 64x768 --norm rmsnorm "
+        "--variant standard --dtype f32 --impl threaded --threads 2 --benchmark_min_time=0.002 "
+        "--benchmark_repetitions=1 --report {}",
+        bind, NORMBENCH_BIN, report.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find(kSharedCpusWarning), std::string::npos) << r.output;
+    std::set<std::string> places;  // each thread's affinity, as libgomp prints it
+    for (std::size_t at = r.output.find("bound-to "); at != std::string::npos; at = r.output.find("bound-to ", at + 1))
+      places.insert(r.output.substr(at + 9, r.output.find('\n', at) - at - 9));
+    EXPECT_GE(places.size(), 2u) << r.output;
+  }
+  fs::remove(report);
+}
+
+// Threads confined to fewer CPUs than a case asks for are said to be, before the run.
+TEST(BenchCli, WarnsWhenThreadsMustShareOneCpu) {
+  if (std::system("command -v taskset >/dev/null 2>&1") != 0) GTEST_SKIP() << "no taskset";
+  const std::vector<int> cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  const fs::path report = fs::temp_directory_path() / fmt::format("normbench-taskset-{}.csv", getpid());
+  const std::string args = fmt::format("--shape 64x768 --norm rmsnorm --variant standard --dtype f32 --impl threaded "
+                                       "--threads 1,2 --benchmark_min_time=0.002 --benchmark_repetitions=1 --report {}",
+                                       report.string());
+  const CommandResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CommandResult pinned =
+      run_command(fmt::format("taskset -c {} {} {} 2>&1 >/dev/null", cpus.front(), NORMBENCH_BIN, args));
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.output;
+  EXPECT_NE(pinned.output.find(fmt::format("2 {} 1 CPU(s)", kSharedCpusWarning)), std::string::npos) << pinned.output;
+  if (cpus.size() >= 2) {
+    EXPECT_EQ(r.output.find(kSharedCpusWarning), std::string::npos) << r.output;
+  }
+  fs::remove(report);
 }
 
 TEST(BenchCli, HelpAndListExitZero) {
