@@ -46,7 +46,6 @@ namespace {
 // re-execute ourselves once; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
 constexpr const char* kSpinCount = "100000";
 
-//
 // With OMP_PROC_BIND set, libgomp has pinned this (initial) thread to the first place before
 // main, and exec keeps that mask: the new process derived its places from that one CPU and ran
 // every thread there (OMP_PROC_BIND=close, 2 threads: both on CPU 0, the 2-thread cases at half
