@@ -46,17 +46,28 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg);
 // whose x and y fit in L2. Interleaved A/B (f32 and bf16, 1 thread): 128x768 and 128x1024 10-12%
 // faster; 128x2048 13-17% and L3-resident 2048x1024 8% slower, so not there.
 bool interleave_short_rows(const Problem& p, std::int64_t rows);
-// Whether highway's f32 compute runs LayerNorm rows of 16-bit data (bf16, f16) three at a time:
-// short rows (<= 4 KiB), wherever they reside. Converting every vector in and out, with half the
-// bytes of f32, such rows are bound by compute rather than cache traffic, and a third interleaved
-// row hides more of each row's chain (statistics, rstd, apply). Interleaved A/B on the Zen 5 VM, 1
-// thread, medians of 4-8 paired rounds, triples against pairs (L2) or single rows (beyond L2):
-// bf16 5x768 to 171x768 5-11%, 256x512 11%, 128x1024 6% faster, 128x1000 2%; f16 64x768 5%, 256x512
-// 11% faster, 128x1000 4% slower; L3 bf16 4096x768 12%, 2048x1024 14%, 4096x1024 17% faster
-// (8 rounds), 4 KiB rows the same (2048x2048 1.01, 1024x2048 0.98); DRAM bf16 21845x768 26%,
-// 16384x1024 17%, 43691x768 10%, 87381x768 7% faster, f16 6-22%, 2 threads 10-22%.
-// Not f32 (64x768 13%, 128x1000 28%, L3 4096x768 44% slower), nor RMSNorm (bf16 -8% to +6%), nor
-// f64 compute (highway-f64 the same to 13% slower).
+// Whether highway's f32 compute runs LayerNorm rows three at a time.
+// Rows of 16-bit data (bf16, f16): short rows (<= 4 KiB), wherever they reside. Converting every
+// vector in and out, with half the bytes of f32, such rows are bound by compute rather than cache
+// traffic, and a third interleaved row hides more of each row's chain (statistics, rstd, apply).
+// Interleaved A/B on the Zen 5 VM, 1 thread, medians of 4-8 paired rounds, triples against pairs
+// (L2) or single rows (beyond L2): bf16 5x768 to 171x768 5-11%, 256x512 11%, 128x1024 6% faster,
+// 128x1000 2%; f16 64x768 5%, 256x512 11% faster, 128x1000 4% slower; L3 bf16 4096x768 12%,
+// 2048x1024 14%, 4096x1024 17% faster (8 rounds), 4 KiB rows the same (2048x2048 1.01, 1024x2048
+// 0.98); DRAM bf16 21845x768 26%, 16384x1024 17%, 43691x768 10%, 87381x768 7% faster, f16 6-22%,
+// 2 threads 10-22%. Not f64 compute (highway-f64 the same to 13% slower).
+// f32 rows: only where the call's x and y fit in L1 together. There a row costs its chain's
+// latency (the shift's sample, two reductions, the one-read test, rstd), not cache traffic; from
+// L2 on, triples lose (64x768 13%, 128x1000 28%, L3 4096x768 44% slower). Zen 5 VM (48 KiB L1),
+// two normbench builds pinned to one CPU, ABBA, 8 rounds, medians of the per-round time ratio,
+// triples against pairs and a lone row: 3x768 0.85, 3x1000 0.86, 3x1024 0.90, 4x768 0.94, 5x768
+// 0.92, 6x1024 0.85, 7x768 0.88, 8x768 0.95; 9x768 and 11x768, beyond L1, stay pairs (a
+// microbenchmark of the row loop read triples there 0.91 and 1.03, 13x768 1.10). On a 16-core
+// Xeon (family 6, model 207, 48 KiB L1), the same A/B, 14 rounds: 3x768 0.92, 3x1000 0.84, 3x1024
+// 0.86, 5x768 0.91, the other shapes 0.98-1.01.
+// Not RMSNorm, whose chain is shorter: 16-bit rows -8% to +6%; f32 in the same A/B (triples for
+// every short f32 row count) 3x768 0.96, 3x1024 and 6x1024 0.92, but 4x768 1.10, 7x768 1.07,
+// 8x768 1.06.
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
 // LayerNorm rows (with gamma and beta) longer than 4 KiB whose x and y and the parameters
 // overflow L1, so that each row's apply step re-read gamma and beta from L2:

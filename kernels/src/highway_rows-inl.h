@@ -315,7 +315,8 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
         }
         return;
       }
-      constexpr bool kMayTriple = sizeof(T) == 2 && std::is_same_v<C, float>;
+      // f32 compute on 16-bit or f32 rows (the rule tells which)
+      constexpr bool kMayTriple = sizeof(T) <= 4 && std::is_same_v<C, float>;
       if (kMayTriple && same_alignment && detail::triple_short_layernorm_rows(p, rows))
         for (; r + kTriple <= row_end; r += kTriple) {
           add_rows(r, kTriple);
