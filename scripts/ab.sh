@@ -4,14 +4,14 @@
 # Builds both commits' normbench in separate build trees, runs them interleaved in ABBA order
 # (A B, B A, A B, ...) on the same shapes in one job so drift of a shared machine hits both alike,
 # then compares the pooled repetitions with normbench-compare (Mann-Whitney U + threshold).
-# Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick
-# --benchmark_min_time=0.02") normbench
-# arguments for every run; AB_COMPARE_ARGS extra normbench-compare arguments (e.g. --format markdown).
+# Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick --benchmark_min_time=0.02")
+# normbench arguments for every run; AB_COMPARE_ARGS extra normbench-compare arguments (e.g. --format
+# markdown); AB_CPUS a CPU list (taskset -c syntax) every run of both sides is pinned to (not the builds).
 # Exit code: normbench-compare's (0 no regression, 1 regression, 2 error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }  # the comment above
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage >&2; exit 2; fi
 base_ref=$1
@@ -19,6 +19,14 @@ new_ref=${2:-HEAD}
 rounds=${AB_ROUNDS:-5}
 read -r -a run_args <<< "${AB_ARGS:---shapes=quick --benchmark_min_time=0.02}"
 read -r -a compare_args <<< "${AB_COMPARE_ARGS:-}"
+# Pinned runs: on a VM whose vCPUs differ in speed (one sharing its core with a busy neighbour),
+# unpinned 1-thread runs land on either and their medians mix both speeds.
+pin=()
+if [ -n "${AB_CPUS:-}" ]; then
+  command -v taskset >/dev/null || { echo "ab.sh: AB_CPUS needs taskset (util-linux)" >&2; exit 2; }
+  taskset -c "$AB_CPUS" true 2>/dev/null || { echo "ab.sh: AB_CPUS='$AB_CPUS' is not a CPU list this process may use" >&2; exit 2; }
+  pin=(taskset -c "$AB_CPUS")
+fi
 
 for ref in "$base_ref" "$new_ref"; do
   git rev-parse --verify --quiet "$ref^{commit}" >/dev/null || { echo "ab.sh: '$ref' is not a commit" >&2; exit 2; }
@@ -50,7 +58,7 @@ for i in $(seq 1 "$rounds"); do
   for side in $order; do
     report="$work/$side-$i.csv"
     echo "== round $i/$rounds: $side =="
-    "$work/$side/build/bench/normbench" "${run_args[@]}" --benchmark_repetitions=2 --report "$report" >/dev/null
+    "${pin[@]}" "$work/$side/build/bench/normbench" "${run_args[@]}" --benchmark_repetitions=2 --report "$report" >/dev/null
     if [ "$side" = A ]; then a_reports+=("$report"); else b_reports+=("$report"); fi
   done
 done
