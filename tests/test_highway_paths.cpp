@@ -17,7 +17,7 @@ namespace normbench::testing {
 namespace {
 
 // Shapes: short rows (interleaved in pairs when they fit L2; LayerNorm in triples on 16-bit data,
-// and on f32 rows whose x and y fit L1: 7x33, 3x17, and 7x768 where L1 holds 42 KiB;
+// and on f32 rows whose x and y fit L1: 7x33, 3x17, and 7x768 (42 KiB) where L1 holds 48 KiB or more;
 // 7x768 with streaming stores too, whose rows must share the store alignment), LayerNorm rows
 // overflowing L1 with their parameters (2x4096: a pair; 5x4096: one block of rows applied column
 // block by column block; 11x4500: a block of 8 and one of 3, the last column block ragged), an

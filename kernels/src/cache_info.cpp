@@ -110,13 +110,13 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg) {
 // The row length that separates short rows (pairs) from long ones (the LayerNorm rules below).
 constexpr std::int64_t kShortRowBytes = 4096;
 
-bool interleave_short_rows(const Problem& p, std::int64_t rows) {
-  static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
-  const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
-  return row_bytes <= kShortRowBytes && 2 * rows * row_bytes <= l2;
+namespace {
+// Bytes of one row of x (and of y), and of a LayerNorm row's gamma and beta together.
+std::int64_t row_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(p.dtype)); }
+std::int64_t layernorm_param_bytes(const Problem& p) {
+  return 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
 }
 
-namespace {
 std::int64_t l1_bytes() {
   static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
   return l1;
@@ -125,21 +125,22 @@ std::int64_t l1_bytes() {
 // Whether a LayerNorm row (with gamma and beta) is longer than kShortRowBytes and its x and y
 // and the parameters overflow L1, so that its apply step re-reads gamma and beta from L2.
 bool layernorm_rows_overflow_l1(const Problem& p) {
-  const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
-  const auto param_bytes = 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
-  return centres(p.norm) && row_bytes > kShortRowBytes && 2 * row_bytes + param_bytes > l1_bytes();
+  return centres(p.norm) && row_bytes(p) > kShortRowBytes && 2 * row_bytes(p) + layernorm_param_bytes(p) > l1_bytes();
 }
 
 bool rows_stay_cached(const Problem& p, std::int64_t rows) {
-  return 2 * rows * p.cols * static_cast<std::int64_t>(dtype_size(p.dtype)) < last_level_cache_bytes();
+  return 2 * rows * row_bytes(p) < last_level_cache_bytes();
 }
 }  // namespace
 
+bool interleave_short_rows(const Problem& p, std::int64_t rows) {
+  static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
+  return row_bytes(p) <= kShortRowBytes && 2 * rows * row_bytes(p) <= l2;
+}
+
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows) {
-  const auto element_bytes = static_cast<std::int64_t>(dtype_size(p.dtype));
-  const auto row_bytes = p.cols * element_bytes;
-  if (!centres(p.norm) || rows < 3 || row_bytes > kShortRowBytes) return false;
-  return element_bytes == 2 || (p.dtype == DType::kF32 && 2 * rows * row_bytes <= l1_bytes());
+  if (!centres(p.norm) || rows < 3 || row_bytes(p) > kShortRowBytes) return false;
+  return dtype_size(p.dtype) == 2 || (p.dtype == DType::kF32 && 2 * rows * row_bytes(p) <= l1_bytes());
 }
 
 // Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).
@@ -161,9 +162,8 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 // 0.92, 8192x4096 0.95; bf16 0.83-0.96 (8192x4096 1.00); f16 0.89-0.99 (2048x4096 1.00);
 // `threaded` at 2 threads 0.85-0.98 but f32 2048x5120 1.12 and f16 2048x5120 1.00 (rounds 0.73-1.78).
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
-  const auto row_bytes = p.cols * static_cast<std::int64_t>(dtype_size(p.dtype));
-  const auto param_bytes = 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
-  return layernorm_rows_overflow_l1(p) && (rows_stay_cached(p, rows) || row_bytes + param_bytes > l1_bytes());
+  return layernorm_rows_overflow_l1(p) &&
+         (rows_stay_cached(p, rows) || row_bytes(p) + layernorm_param_bytes(p) > l1_bytes());
 }
 }  // namespace detail
 
