@@ -155,15 +155,22 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 // rows). Zen 5 VM (48 KiB L1), interleaved A/B, 1 thread, 4 rounds x 3 repetitions, pairs against
 // single rows: 2048x16384 f32 13% and bf16 15% faster; 2048x8192 bf16 7% faster but f32 3.5%
 // slower; 4096-column rows, whose x and parameters fit its L1 (f32 48 KiB, bf16 40 KiB), 5-7%
-// slower (bf16 2048x4096, 4096x4096, 8192x4096; f32 4096x4096); 2048x5120 the same. On the Zen 4
-// VM (32 KiB L1) the 4096-column rows overflow it and pairs win (one build, this rule against
-// pairs only from 128 KiB of parameters, toggled at run time, ABBA, 6 rounds, medians of the
-// per-round time ratio): 1 thread f32 2048x4096 0.86, 2048x5120 0.92, 2048x8192 0.92, 4096x4096
+// slower (bf16 2048x4096, 4096x4096, 8192x4096; f32 4096x4096, measured again below);
+// 2048x5120 the same. On the Zen 4 VM (32 KiB L1) the 4096-column rows overflow it and pairs win
+// (one build, this rule against pairs only from 128 KiB of parameters, toggled at run time, ABBA,
+// 6 rounds, medians of the per-round time ratio): 1 thread f32 2048x4096 0.86, 2048x5120 0.92, 2048x8192 0.92, 4096x4096
 // 0.92, 8192x4096 0.95; bf16 0.83-0.96 (8192x4096 1.00); f16 0.89-0.99 (2048x4096 1.00);
 // `threaded` at 2 threads 0.85-0.98 but f32 2048x5120 1.12 and f16 2048x5120 1.00 (rounds 0.73-1.78).
+// A row whose x and parameters fill L1 exactly (f32 4096 columns on a 48 KiB L1) counts as
+// overflowing it: with nothing else in L1 a cyclic pass over exactly its capacity still misses.
+// Zen 5 VM, one build toggled at run time, ABBA, 6 rounds, pinned, medians of the per-round ratio
+// of the time to the in-run stream-scale ceiling's, pairs against single rows: f32 LayerNorm
+// 16384x4096 0.91-0.96, 8192x4096 0.94-0.98, 2048x4096 0.90-0.93, 4096x4096 0.97-1.00 (two A/Bs,
+// 1 thread); `threaded` 2 threads 0.91, 0.94, 0.95, 1.00. bf16 4096-column rows (40 KiB with
+// their parameters) stay single: pairs read 0.96-1.12 of their time.
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   return layernorm_rows_overflow_l1(p) &&
-         (rows_stay_cached(p, rows) || row_bytes(p) + layernorm_param_bytes(p) > l1_bytes());
+         (rows_stay_cached(p, rows) || row_bytes(p) + layernorm_param_bytes(p) >= l1_bytes());
 }
 }  // namespace detail
 

@@ -81,8 +81,9 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
 // interleave_long_layernorm_rows: two rows at a time where fewer rows stay cached, and in DRAM
 // where one row's x and gamma and beta overflow L1 together (see its definition), so that a pair
 // reads the parameters once. Interleaved A/B, 1 thread, 4 rounds: f32 8x4096 10%, 2048x16384
-// 13%, bf16 2048x16384 15% faster than single rows; not for 4096-column rows in DRAM on Zen 5
-// (5% slower: x and the parameters fit its 48 KiB L1), where an early Zen 4 A/B had found bf16
+// 13%, bf16 2048x16384 15% faster than single rows; not for bf16 4096-column rows in DRAM on
+// Zen 5 (4-12% slower: x and the parameters, 40 KiB, fit its 48 KiB L1; f32's 48 KiB fill it
+// and go in pairs, 2-10% faster, see its definition), where an early Zen 4 A/B had found bf16
 // 2048x4096 7% slower too (before most of the present kernels; now 4% faster there, in every
 // round); nor where no L1 overflow (f32 128x2048: the same), nor for RMSNorm, whose apply step
 // reads gamma only (pairs: f32 64x4096 19% and 256x2048 14% slower; blocks: 4x4096 and 8x4096
