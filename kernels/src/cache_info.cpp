@@ -166,8 +166,10 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 // Zen 5 VM, one build toggled at run time, ABBA, 6 rounds, pinned, medians of the per-round ratio
 // of the time to the in-run stream-scale ceiling's, pairs against single rows: f32 LayerNorm
 // 16384x4096 0.91-0.96, 8192x4096 0.94-0.98, 2048x4096 0.90-0.93, 4096x4096 0.97-1.00 (two A/Bs,
-// 1 thread); `threaded` 2 threads 0.91, 0.94, 0.95, 1.00. bf16 4096-column rows (40 KiB with
-// their parameters) stay single: pairs read 0.96-1.12 of their time.
+// 1 thread); `threaded` 2 threads 0.91, 0.94, 0.95, 1.00; `highway-f64` 16384x4096 0.82,
+// 8192x4096 0.86, 4096x4096 0.82, 2048x4096 0.86. f64 rows of 2048 columns fill it too:
+// 16384x2048 0.89, 8192x2048 0.87, 4096x2048 1.01; `threaded` 2 threads 0.87-0.94. bf16
+// 4096-column rows (40 KiB with their parameters) stay single: pairs read 0.96-1.12 of their time.
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   return layernorm_rows_overflow_l1(p) &&
          (rows_stay_cached(p, rows) || row_bytes(p) + layernorm_param_bytes(p) >= l1_bytes());
