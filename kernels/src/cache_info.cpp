@@ -158,11 +158,13 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 // slower (bf16 2048x4096, 4096x4096, 8192x4096; f32 4096x4096, measured again below);
 // 2048x5120 the same. On the Zen 4 VM (32 KiB L1) the 4096-column rows overflow it and pairs win
 // (one build, this rule against pairs only from 128 KiB of parameters, toggled at run time, ABBA,
-// 6 rounds, medians of the per-round time ratio): 1 thread f32 2048x4096 0.86, 2048x5120 0.92, 2048x8192 0.92, 4096x4096
-// 0.92, 8192x4096 0.95; bf16 0.83-0.96 (8192x4096 1.00); f16 0.89-0.99 (2048x4096 1.00);
-// `threaded` at 2 threads 0.85-0.98 but f32 2048x5120 1.12 and f16 2048x5120 1.00 (rounds 0.73-1.78).
+// 6 rounds, medians of the per-round time ratio): 1 thread f32 2048x4096 0.86, 2048x5120 0.92,
+// 2048x8192 0.92, 4096x4096 0.92, 8192x4096 0.95; bf16 0.83-0.96 (8192x4096 1.00); f16 0.89-0.99
+// (2048x4096 1.00); `threaded` at 2 threads 0.85-0.98 but f32 2048x5120 1.12 and f16 2048x5120
+// 1.00 (rounds 0.73-1.78).
 // A row whose x and parameters fill L1 exactly (f32 4096 columns on a 48 KiB L1) counts as
-// overflowing it: with nothing else in L1 a cyclic pass over exactly its capacity still misses.
+// overflowing it: a cyclic pass over exactly a cache's capacity misses as soon as anything else
+// (the stack, the statistics' prefetches) takes a line of it.
 // Zen 5 VM, one build toggled at run time, ABBA, 6 rounds, pinned, medians of the per-round ratio
 // of the time to the in-run stream-scale ceiling's, pairs against single rows: f32 LayerNorm
 // 16384x4096 0.91-0.96, 8192x4096 0.94-0.98, 2048x4096 0.90-0.93, 4096x4096 0.97-1.00 (two A/Bs,
