@@ -17,13 +17,15 @@ namespace normbench::testing {
 namespace {
 
 // Shapes: short rows (interleaved in pairs when they fit L2; LayerNorm in triples on 16-bit data,
-// and on f32 rows whose x and y fit L1: 7x33, 3x17, and 7x768 (42 KiB) where L1 holds 48 KiB or more;
-// 7x768 with streaming stores too, whose rows must share the store alignment), LayerNorm rows
-// overflowing L1 with their parameters (2x4096: a pair; 5x4096: one block of rows applied column
-// block by column block; 11x4500: a block of 8 and one of 3, the last column block ragged), an
-// odd row count (a lone last row), ragged tails, rows longer than one statistics chunk.
-constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000},  {7, 33},    {7, 768}, {2, 4096},
-                                                             {5, 4096},   {11, 4500}, {2, 65537}, {3, 17}};
+// and on f32 rows whose x and y fit L1: 3x17; f32 rows of at most 8 KiB software-pipelined, each
+// row's apply step in one loop with the next row's statistics, LayerNorm calls of 4 rows or more,
+// RMSNorm 3 or more: 64x1000, 7x33, 7x768, 6x2048, RMSNorm 3x17; 7x768 with streaming stores too,
+// whose rows must share the store alignment), LayerNorm rows overflowing L1 with their parameters (2x4096: a pair; 5x4096: one
+// block of rows applied column block by column block; 11x4500: a block of 8 and one of 3, the last
+// column block ragged), an odd row count (a lone last row), ragged tails, rows longer than one
+// statistics chunk.
+constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000}, {7, 33},    {7, 768},   {6, 2048}, {2, 4096},
+                                                             {5, 4096},  {11, 4500}, {2, 65537}, {3, 17}};
 
 TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
   for (std::int64_t target : simd_targets()) {
@@ -47,11 +49,13 @@ TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
             forward(impl, p, in.buffers(expected.data()), cached);
             forward(impl, p, in.buffers(got.data()), streaming);
             ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size_bytes()));
-            // In place, streaming: x is overwritten by y.
-            Inputs inplace(p, true, true);
-            fill_inputs(inplace, static_cast<std::uint64_t>(rows + cols));
-            forward(impl, p, inplace.buffers(inplace.x.data()), streaming);
-            ASSERT_EQ(0, std::memcmp(inplace.x.data(), expected.data(), got.size_bytes()));
+            // In place, streaming and cached: x is overwritten by y.
+            for (const RunConfig& stores : {streaming, cached}) {
+              Inputs inplace(p, true, true);
+              fill_inputs(inplace, static_cast<std::uint64_t>(rows + cols));
+              forward(impl, p, inplace.buffers(inplace.x.data()), stores);
+              ASSERT_EQ(0, std::memcmp(inplace.x.data(), expected.data(), got.size_bytes()));
+            }
           }
     }
   }
@@ -105,7 +109,9 @@ TEST(HighwayPaths, LastLevelCacheIsWhatOneCoreCanUse) {
 }
 
 // highway-f64 too: its 16-bit rows are read back from a per-thread copy widened to f64, one
-// buffer for the pair of rows computed together.
+// buffer for the pair of rows computed together. Row 2 of each shape starts with 64 values 8
+// above the rest, so that its shift (their mean) lies far from the row's mean and LayerNorm's
+// statistics take their second read (with more than 64 columns), in the middle of a call.
 TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);
@@ -119,6 +125,11 @@ TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
             const Problem p{n, t, rows, cols, default_eps(n)};
             Inputs in(p, true, true);
             fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 1));
+            if (rows > 2)
+              for (std::int64_t c = 0; c < std::min<std::int64_t>(cols, 64); ++c) {
+                const auto at = static_cast<std::size_t>(2 * cols + c);
+                store_rounded(t, in.x.data(), at, load_as_long_double(t, in.x.data(), at) + 8);
+              }
             const auto count = static_cast<std::size_t>(rows * cols);
             const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
             Buffer all(count, dtype_size(t)), alone(count, dtype_size(t));

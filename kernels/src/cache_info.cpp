@@ -109,6 +109,10 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg) {
 
 // The row length that separates short rows (pairs) from long ones (the LayerNorm rules below).
 constexpr std::int64_t kShortRowBytes = 4096;
+// See pipeline_short_rows in families.hpp.
+constexpr std::int64_t kMinPipelinedLayerNormRows = 4;
+constexpr std::int64_t kMinPipelinedRmsNormRows = 3;
+constexpr std::int64_t kMaxPipelinedRowBytes = 2 * kShortRowBytes;
 
 namespace {
 // Bytes of one row of x (and of y), and of a LayerNorm row's gamma and beta together.
@@ -141,6 +145,11 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows) {
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows) {
   if (!centres(p.norm) || rows < 3 || row_bytes(p) > kShortRowBytes) return false;
   return dtype_size(p.dtype) == 2 || (p.dtype == DType::kF32 && 2 * rows * row_bytes(p) <= l1_bytes());
+}
+
+bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
+  return p.dtype == DType::kF32 && row_bytes(p) <= kMaxPipelinedRowBytes &&
+         rows >= (centres(p.norm) ? kMinPipelinedLayerNormRows : kMinPipelinedRmsNormRows);
 }
 
 // Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).

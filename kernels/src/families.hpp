@@ -67,8 +67,27 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows);
 // 0.86, 5x768 0.91, the other shapes 0.98-1.01.
 // Not RMSNorm, whose chain is shorter: 16-bit rows -8% to +6%; f32 in the same A/B (triples for
 // every short f32 row count) 3x768 0.96, 3x1024 and 6x1024 0.92, but 4x768 1.10, 7x768 1.07,
-// 8x768 1.06.
+// 8x768 1.06. f32 LayerNorm calls of 4 rows or more with gamma and beta run pipelined instead
+// (pipeline_short_rows), so for them the triples now serve 3-row calls.
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
+
+// Whether highway runs f32 rows (LayerNorm with gamma and beta, RMSNorm with gamma; cached stores)
+// software-pipelined, each row's apply step in one loop with the next row's statistics read:
+// rows of at most 8 KiB, LayerNorm calls of 4 rows or more (three stay triples), RMSNorm 3 or more.
+// Zen 5 VM, one normbench build toggled at run time, ABBA, pinned, 1 thread, medians of the
+// per-round ratio of the time to the same run's stream-scale time, pipelined against pairs,
+// triples and lone rows: LayerNorm (8 rounds) 5x768 0.80, 11x768 to 85x768 0.71-0.72, 128x768
+// 0.74, 128x1024 0.73, 171x768 to 1365x768 0.79-0.86, 128x1000 0.84, 128x1025 0.88, 128x2048
+// 0.85, L3-resident 2048x768 0.90, 2731x768 0.96, 2048x1024 0.99; RMSNorm (6 rounds) 5x768 0.95,
+// 11x768 to 128x768 0.67-0.79, 128x1024 0.81, 171x768 to 1365x768 0.87-0.92, 128x2048 0.89,
+// 2048x768 0.91, 2731x768 and 2048x1024 0.95-0.99. `threaded` at 2 threads (6 rounds, unpinned):
+// LayerNorm 0.74-0.98, RMSNorm 0.73-1.03 (128x2048). A microbenchmark of the row loop (pinned,
+// ABBA, 4 rounds) read LayerNorm 4096x64 0.76, 2048x256 0.68, 16x2048 0.75, 64x4096 1.00 (rows of
+// 10-12 KiB 0.83-0.84, not measured in normbench: left out), and slower where few rows leave
+// little to overlap: 2x768 1.09, 3x768 1.12, 3x1024 1.09 (LayerNorm; triples stay), RMSNorm 2x768
+// 1.04 (a pair stays), 3x768 0.94.
+bool pipeline_short_rows(const Problem& p, std::int64_t rows);
+
 // LayerNorm rows (with gamma and beta) longer than 4 KiB whose x and y and the parameters
 // overflow L1, so that each row's apply step re-read gamma and beta from L2:
 // block_long_layernorm_rows: 3 rows or more that stay cached (x + y below the last-level cache,

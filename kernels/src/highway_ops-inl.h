@@ -813,17 +813,25 @@ constexpr double kOneReadMaxRho = 1.0 / 16;
 //   mean = mean0 + c/n, M2 = S - c^2/n.
 // Rows are decided one by one, so the result of a row never depends on the rows beside it.
 // widened: see kKeepsWidened (stored by the first read, the one every row takes).
-template <std::size_t R, class D, class T, class W = std::nullptr_t>
-HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2,
-                           const T* next_x = nullptr, W widened = nullptr) {
+// BlockStats' first step: each row's shift K.
+template <std::size_t R, class D, class T>
+HWY_INLINE void StatsShifts(D d, const T* const* x, std::size_t n, hn::TFromD<D>* shift) {
   using C = hn::TFromD<D>;
-  const C inv_n = C(1) / static_cast<C>(n);
   const std::size_t sample = std::min(n, kShiftSample);
-  C x0[R], sample_sum[R], shift[R], s1[R], s2[R];
+  C x0[R], sample_sum[R];
   for (std::size_t r = 0; r < R; ++r) x0[r] = static_cast<C>(widen(x[r][0]));
   ShiftedSums<R>(d, x, sample, x0, sample_sum);
   for (std::size_t r = 0; r < R; ++r) shift[r] = x0[r] + sample_sum[r] * (C(1) / static_cast<C>(sample));
-  CentredSums<R>(d, x, n, shift, s1, s2, next_x, widened);  // S1 and S2: the centred sums around K
+}
+
+// BlockStats' last step: mean and M2 from the centred sums S1, S2 around the shift, or the
+// corrected two-pass where the one read is not accurate enough.
+template <std::size_t R, class D, class T>
+HWY_INLINE void StatsFromCentredSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* shift,
+                                     const hn::TFromD<D>* s1, const hn::TFromD<D>* s2, hn::TFromD<D>* mean,
+                                     hn::TFromD<D>* m2) {
+  using C = hn::TFromD<D>;
+  const C inv_n = C(1) / static_cast<C>(n);
   for (std::size_t r = 0; r < R; ++r) {
     const C mean0 = shift[r] + s1[r] * inv_n;
     const C shift_term = s1[r] * s1[r] * inv_n;
@@ -838,6 +846,101 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
     CentredSums<1>(d, row, n, &mean0, &c, &s);
     mean[r] = mean0 + c * inv_n;
     m2[r] = s - c * c * inv_n;
+  }
+}
+
+// Statistics of R rows as described above StatsShifts: its three steps in order.
+template <std::size_t R, class D, class T, class W = std::nullptr_t>
+HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2,
+                           const T* next_x = nullptr, W widened = nullptr) {
+  using C = hn::TFromD<D>;
+  C shift[R], s1[R], s2[R];
+  StatsShifts<R>(d, x, n, shift);
+  CentredSums<R>(d, x, n, shift, s1, s2, next_x, widened);  // S1 and S2: the centred sums around K
+  StatsFromCentredSums<R>(d, x, n, shift, s1, s2, mean, m2);
+}
+
+// One row's apply step with gamma and beta (cached stores, data of the compute type), and in the
+// same loop the centred sums of the next row around its shift (CentredSums<1>): the two are
+// independent, so neither waits for the other's chain (see PipelinedRows). The accumulators take
+// the same values in the same order as in CentredSums and every y the arithmetic of Apply, so the
+// results are those of the two steps run one after the other. y may be x (in place), as in Apply.
+template <class D, class T>
+HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, T mean, T rstd,
+                                         const T* HWY_RESTRICT gamma, const T* HWY_RESTRICT beta, const T* next,
+                                         T next_shift, T& c, T& s) {
+  static_assert(std::is_same_v<T, hn::TFromD<D>>, "data of the compute type only");
+  const std::size_t N = hn::Lanes(d);
+  const auto m = hn::Set(d, mean), rs = hn::Set(d, rstd), k = hn::Set(d, next_shift);
+  hn::Vec<D> ca[kAcc], sa[kAcc];
+  for (std::size_t j = 0; j < kAcc; ++j) ca[j] = sa[j] = hn::Zero(d);
+  const auto one = OneForFmaAdds(d);
+  std::size_t i = 0;
+  for (; i + kAcc * N <= n; i += kAcc * N)
+    for (std::size_t j = 0; j < kAcc; ++j) {
+      const std::size_t at = i + j * N;
+      hn::StoreU(Normalize(hn::LoadU(d, x + at), m, rs, hn::LoadU(d, gamma + at), hn::LoadU(d, beta + at), true, true),
+                 d, y + at);
+      const auto dev = hn::Sub(hn::LoadU(d, next + at), k);
+      ca[j] = j % 2 ? AddOnFmaPipe(ca[j], dev, one) : hn::Add(ca[j], dev);
+      sa[j] = hn::MulAdd(dev, dev, sa[j]);
+    }
+  const std::size_t applied = i;
+  for (; i + N <= n; i += N) {  // CentredSums' tail
+    const auto dev = hn::Sub(hn::LoadU(d, next + i), k);
+    ca[0] = hn::Add(ca[0], dev);
+    sa[0] = hn::MulAdd(dev, dev, sa[0]);
+  }
+  if (i < n) {
+    const auto dev = hn::IfThenElseZero(hn::FirstN(d, n - i), hn::Sub(LoadPartial(d, next + i, n - i), k));
+    ca[1] = hn::Add(ca[1], dev);
+    sa[1] = hn::MulAdd(dev, dev, sa[1]);
+  }
+  c = Total(d, ca);
+  s = Total(d, sa);
+  if (applied < n) {  // Apply's columns the loop left
+    const T* xs[1] = {x + applied};
+    T* ys[1] = {y + applied};
+    Apply<false, 1>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, beta + applied, static_cast<const T*>(nullptr));
+  }
+}
+
+// RMSNorm's counterpart of ApplyWithNextCentredSums: one row's apply step with gamma (its mean +0,
+// so x * rstd * gamma as Apply computes it for f32 rows) and the next row's sum of squares
+// (SumsOfSquares<1>: the same accumulators, in the same order).
+template <class D, class T>
+HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, T rstd, const T* HWY_RESTRICT gamma,
+                                          const T* next, T& sum) {
+  static_assert(std::is_same_v<T, float> && std::is_same_v<T, hn::TFromD<D>>, "f32 data only");
+  const std::size_t N = hn::Lanes(d);
+  constexpr std::size_t K = kSquareAcc;
+  const auto rs = hn::Set(d, rstd);
+  hn::Vec<D> a[K];
+  for (auto& v : a) v = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + K * N <= n; i += K * N)
+    for (std::size_t j = 0; j < K; ++j) {
+      const std::size_t at = i + j * N;
+      hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(d, x + at), rs), hn::LoadU(d, gamma + at)), d, y + at);
+      const auto v = hn::LoadU(d, next + at);
+      a[j] = hn::MulAdd(v, v, a[j]);
+    }
+  const std::size_t applied = i;
+  for (std::size_t j = 0; i + N <= n; i += N, ++j) {  // SumsOfSquares' tail
+    const auto v = hn::LoadU(d, next + i);
+    a[j] = hn::MulAdd(v, v, a[j]);
+  }
+  if (i < n) {
+    const auto v = LoadPartial(d, next + i, n - i);
+    a[K - 1] = hn::MulAdd(v, v, a[K - 1]);
+  }
+  sum = TotalOfSquares(d, a);
+  if (applied < n) {  // Apply's columns the loop left
+    const T* xs[1] = {x + applied};
+    T* ys[1] = {y + applied};
+    const T mean = 0;
+    Apply<false, 1>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, static_cast<const T*>(nullptr),
+                    static_cast<const T*>(nullptr));
   }
 }
 

@@ -88,10 +88,10 @@ constexpr bool kMayWidenRows = std::is_same_v<C, double> && sizeof(T) == 2 && !k
 constexpr std::size_t kWidenedRowsMaxBytes = 256 * 1024;
 
 // R whole rows of at most one chunk each, starting at row r: statistics, then the apply step.
-// Not software-pipelined: computing the next block's statistics before this block's apply step
-// (so that each block's closing chain of horizontal sums, division and square root would overlap
-// the other's output) measured slower on Zen 5 (interleaved A/B, 1 thread, f32, 4 rounds:
-// highway 128x1024 13-15%, 43x768 4-10%, 128x768 6-7% slower; highway-f64 the same to 7% faster).
+// Computing the next block's statistics as a step of its own before this block's apply step had
+// measured slower on Zen 5 (interleaved A/B, 1 thread, f32, 4 rounds: highway 128x1024 13-15%,
+// 43x768 4-10%, 128x768 6-7% slower; highway-f64 the same to 7% faster); the two in one loop
+// (PipelinedRows) are faster for f32 rows.
 // widened (kMayWidenRows only; may be null): room for R rows of widened_stride values.
 template <std::size_t R, bool kStream, bool kVariant, bool kHwBf16, class T, class C, class P>
 HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, const P* gamma, const P* beta,
@@ -131,6 +131,51 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
   for (std::size_t k = 0; k < R; ++k)
     rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
   Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
+}
+
+// count rows from row r, software-pipelined: each row's apply step runs in one loop with the next
+// row's statistics read (LayerNorm: ApplyWithNextCentredSums, the next row's shift sampled just
+// before; RMSNorm: ApplyWithNextSumOfSquares). A row computed alone (ShortRows<1>) waits on its
+// own chain (LayerNorm: the shift's sample, then the centred sums' reduction and rstd); here the
+// next row's chain overlaps this row's apply step, and pairs or triples, which overlap chains
+// only within their group, are not needed. The same arithmetic per row as ShortRows, so the same
+// results. f32 rows, LayerNorm with gamma and beta, RMSNorm with gamma only, cached stores (see
+// detail::pipeline_short_rows for where; the measurements are there).
+template <class T, class AddRows>
+HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count, const T* gamma,
+                              const T* beta, const AddRows& add_rows) {
+  const hn::ScalableTag<T> d;
+  const std::size_t n = static_cast<std::size_t>(p.cols);
+  const auto row_x = [&](std::int64_t row) { return static_cast<const T*>(b.x) + row * p.cols; };
+  const std::int64_t end = r + count;
+  const bool layernorm = centres(p.norm);
+  T mean = 0, m2;
+  add_rows(r, 1);
+  const T* x[1] = {row_x(r)};
+  if (layernorm)
+    BlockStats<1>(d, x, n, &mean, &m2);
+  else
+    SumsOfSquares<1>(d, x, n, &m2);
+  for (; r < end; ++r) {
+    const T rstd = RowScale<false, T>(p, b, r, mean, m2);
+    T* y = static_cast<T*>(b.y) + r * p.cols;
+    if (r + 1 == end) {
+      T* ys[1] = {y};
+      Apply<false, 1>(d, x, ys, n, &mean, &rstd, gamma, beta, static_cast<const T*>(nullptr));
+      break;
+    }
+    add_rows(r + 1, 1);
+    const T* next[1] = {row_x(r + 1)};
+    if (layernorm) {
+      T shift, s1, s2;
+      StatsShifts<1>(d, next, n, &shift);
+      ApplyWithNextCentredSums(d, x[0], y, n, mean, rstd, gamma, beta, next[0], shift, s1, s2);
+      StatsFromCentredSums<1>(d, next, n, &shift, &s1, &s2, &mean, &m2);
+    } else {
+      ApplyWithNextSumOfSquares(d, x[0], y, n, rstd, gamma, next[0], m2);
+    }
+    x[0] = next[0];
+  }
 }
 
 // Rows of a block computed by BlockedRows (see detail::block_long_layernorm_rows).
@@ -314,6 +359,12 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
                                                        std::min(kBlockRows, row_end - next));
         }
         return;
+      }
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<C, float> && !kStream && !kVariant) {
+        if (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && detail::pipeline_short_rows(p, rows)) {
+          PipelinedRows<T>(p, in, r, rows, g, bt, add_rows);
+          return;
+        }
       }
       // f32 compute on 16-bit or f32 rows (the rule tells which)
       constexpr bool kMayTriple = sizeof(T) <= 4 && std::is_same_v<C, float>;
