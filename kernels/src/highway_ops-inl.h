@@ -901,7 +901,8 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, T
   if (applied < n) {  // Apply's columns the loop left
     const T* xs[1] = {x + applied};
     T* ys[1] = {y + applied};
-    Apply<false, 1>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, beta + applied, static_cast<const T*>(nullptr));
+    Apply<false, 1>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, beta + applied,
+                    static_cast<const T*>(nullptr));
   }
 }
 
