@@ -20,12 +20,15 @@ namespace {
 // and on f32 rows whose x and y fit L1: 3x17; f32 rows of at most 8 KiB software-pipelined, each
 // row's apply step in one loop with the next row's statistics, LayerNorm calls of 4 rows or more,
 // RMSNorm 3 or more: 64x1000, 7x33, 7x768, 6x2048, RMSNorm 3x17; 7x768 with streaming stores too,
-// whose rows must share the store alignment), LayerNorm rows overflowing L1 with their parameters
+// whose rows must share the store alignment; 16-bit rows of more than 4 KiB, up to 8 KiB, whose
+// x and y fit L2, pipelined the same way: 4x3000 with ragged tails, 5x4096 where it is not
+// blocked), LayerNorm rows overflowing L1 with their parameters
 // (2x4096: a pair; 5x4096: one block of rows applied column block by column block; 11x4500: a
 // block of 8 and one of 3, the last column block ragged), an odd row count (a lone last row),
 // ragged tails, rows longer than one statistics chunk.
-constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000}, {7, 33},    {7, 768},   {6, 2048}, {2, 4096},
-                                                             {5, 4096},  {11, 4500}, {2, 65537}, {3, 17}};
+constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000}, {7, 33},    {7, 768},   {6, 2048},
+                                                             {2, 4096},  {5, 4096},  {4, 3000},  {11, 4500},
+                                                             {2, 65537}, {3, 17}};
 
 TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
   for (std::int64_t target : simd_targets()) {

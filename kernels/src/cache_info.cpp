@@ -132,14 +132,18 @@ bool layernorm_rows_overflow_l1(const Problem& p) {
   return centres(p.norm) && row_bytes(p) > kShortRowBytes && 2 * row_bytes(p) + layernorm_param_bytes(p) > l1_bytes();
 }
 
+std::int64_t l2_bytes() {
+  static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
+  return l2;
+}
+
 bool rows_stay_cached(const Problem& p, std::int64_t rows) {
   return 2 * rows * row_bytes(p) < last_level_cache_bytes();
 }
 }  // namespace
 
 bool interleave_short_rows(const Problem& p, std::int64_t rows) {
-  static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
-  return row_bytes(p) <= kShortRowBytes && 2 * rows * row_bytes(p) <= l2;
+  return row_bytes(p) <= kShortRowBytes && 2 * rows * row_bytes(p) <= l2_bytes();
 }
 
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows) {
@@ -148,8 +152,11 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows) {
 }
 
 bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
-  return p.dtype == DType::kF32 && row_bytes(p) <= kMaxPipelinedRowBytes &&
-         rows >= (centres(p.norm) ? kMinPipelinedLayerNormRows : kMinPipelinedRmsNormRows);
+  if (rows < (centres(p.norm) ? kMinPipelinedLayerNormRows : kMinPipelinedRmsNormRows) ||
+      row_bytes(p) > kMaxPipelinedRowBytes)
+    return false;
+  if (p.dtype == DType::kF32) return true;
+  return dtype_size(p.dtype) == 2 && row_bytes(p) > kShortRowBytes && 2 * rows * row_bytes(p) <= l2_bytes();
 }
 
 // Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).

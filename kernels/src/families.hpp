@@ -71,9 +71,10 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows);
 // (pipeline_short_rows), so for them the triples now serve 3-row calls.
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
 
-// Whether highway runs f32 rows (LayerNorm with gamma and beta, RMSNorm with gamma; cached stores)
-// software-pipelined, each row's apply step in one loop with the next row's statistics read:
-// rows of at most 8 KiB, LayerNorm calls of 4 rows or more (three stay triples), RMSNorm 3 or more.
+// Whether highway runs rows with f32 compute (LayerNorm with gamma and beta, RMSNorm with gamma;
+// cached stores) software-pipelined, each row's apply step in one loop with the next row's
+// statistics read: rows of at most 8 KiB, LayerNorm calls of 4 rows or more (three stay triples),
+// RMSNorm 3 or more; f32 rows of any length up to that, 16-bit rows as below.
 // Zen 5 VM, one normbench build toggled at run time, ABBA, pinned, 1 thread, medians of the
 // per-round ratio of the time to the same run's stream-scale time, pipelined against pairs,
 // triples and lone rows: LayerNorm (8 rounds) 5x768 0.80, 11x768 to 85x768 0.71-0.72, 128x768
@@ -86,6 +87,20 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
 // 10-12 KiB 0.83-0.84, not measured in normbench: left out), and slower where few rows leave
 // little to overlap: 2x768 1.09, 3x768 1.12, 3x1024 1.09 (LayerNorm; triples stay), RMSNorm 2x768
 // 1.04 (a pair stays), 3x768 0.94.
+// bf16 and f16 rows (f32 compute) only where they are longer than 4 KiB (up to 8 KiB) and the
+// call's x and y fit L2. One normbench build toggled at run time (an environment variable of the
+// same length on both sides: an unequal one had shifted even unchanged shapes by up to 14%),
+// ABBA, pinned, 1 thread, 8 rounds, medians of the per-round ratio of the time to the same run's
+// stream-scale time, pipelined over before: LayerNorm 4x4096 0.87-0.89, 16x4096 0.81-0.90,
+// 64x4096 0.86-0.93, 16x3000 0.90-0.93; RMSNorm 3x4096 0.88-0.90, 4x4096 to 64x4096 0.89-0.92,
+// 16x3000 0.90; outside the rule 2x4096, LayerNorm 3x4096 and 128x4096 read 0.98-1.06.
+// `threaded` at 2 threads (6 rounds, unpinned): 8x4096 to 128x4096 0.77-1.00, 2x4096 0.99-1.02.
+// Shorter 16-bit rows gain nothing (their apply step's conversions, not the chain, bound them): a
+// microbenchmark of the row loop read LayerNorm 4x768 to 128x1024 0.98-1.04, RMSNorm 4x768 to
+// 128x768 1.02-1.09, 64x2048 0.84-0.98 (normbench, unequal environments: 0.98-1.02), RMSNorm bf16
+// 128x2048 0.88 (not taken: 16x2048 and 64x2048 0.98); and beyond L2 the next row's statistics
+// read waits on L3 (pairs and triples prefetch the next rows in their apply step): LayerNorm bf16
+// 256x4096 1.07, 512x4096 1.05, 1024x4096 1.44.
 bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 
 // LayerNorm rows (with gamma and beta) longer than 4 KiB whose x and y and the parameters

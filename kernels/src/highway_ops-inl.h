@@ -860,34 +860,58 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
   StatsFromCentredSums<R>(d, x, n, shift, s1, s2, mean, m2);
 }
 
-// One row's apply step with gamma and beta (cached stores, data of the compute type), and in the
-// same loop the centred sums of the next row around its shift (CentredSums<1>): the two are
-// independent, so neither waits for the other's chain (see PipelinedRows). The accumulators take
-// the same values in the same order as in CentredSums and every y the arithmetic of Apply, so the
-// results are those of the two steps run one after the other. y may be x (in place), as in Apply.
-template <class D, class T>
-HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, T mean, T rstd,
-                                         const T* HWY_RESTRICT gamma, const T* HWY_RESTRICT beta, const T* next,
-                                         T next_shift, T& c, T& s) {
-  static_assert(std::is_same_v<T, hn::TFromD<D>>, "data of the compute type only");
+// One step of a pipelined apply (see ApplyWithNextCentredSums): kSumStep<D, T> vectors of row x
+// from column `at` with gamma [and beta], written as Apply's main loop writes them (bf16: the pair
+// narrowed into one store).
+template <bool kHwBf16, bool kBeta, class D, class T>
+HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, hn::Vec<D> rs,
+                          const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta) {
   const std::size_t N = hn::Lanes(d);
+  const auto value = [&](std::size_t i) HWY_ATTR __attribute__((always_inline)) {
+    const auto xv = LoadRow(d, x + i);
+    if constexpr (kBeta) return Normalize(xv, m, rs, hn::LoadU(d, gamma + i), hn::LoadU(d, beta + i), true, true);
+    else return hn::Mul(hn::Mul(xv, rs), hn::LoadU(d, gamma + i));  // RMSNorm: mean +0, x - 0 is x
+  };
+  if constexpr (kBf16InPairs<D, T>) {
+    const auto lo = value(at), hi = value(at + N);
+    NarrowPairToBf16<false, kHwBf16>(d, lo, hi, y + at);
+  } else {
+    StoreRow(d, value(at), y + at);
+  }
+}
+
+// One row's apply step with gamma and beta (f32 compute, f32 parameters), and in the same loop the
+// centred sums of the next row around its shift (CentredSums<1>): the two are independent, so
+// neither waits for the other's chain (see PipelinedRows). The accumulators take the same values
+// in the same order as in CentredSums and every y the arithmetic of Apply, so the results are
+// those of the two steps run one after the other. y may be x (in place), as in Apply.
+template <bool kHwBf16, class D, class T>
+HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, float mean, float rstd,
+                                         const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta,
+                                         const T* next, float next_shift, float& c, float& s) {
+  static_assert(std::is_same_v<hn::TFromD<D>, float>, "f32 compute only");
+  const std::size_t N = hn::Lanes(d);
+  constexpr std::size_t kStep = kSumStep<D, T>;
   const auto m = hn::Set(d, mean), rs = hn::Set(d, rstd), k = hn::Set(d, next_shift);
   hn::Vec<D> ca[kAcc], sa[kAcc];
   for (std::size_t j = 0; j < kAcc; ++j) ca[j] = sa[j] = hn::Zero(d);
   const auto one = OneForFmaAdds(d);
   std::size_t i = 0;
   for (; i + kAcc * N <= n; i += kAcc * N)
-    for (std::size_t j = 0; j < kAcc; ++j) {
+    for (std::size_t j = 0; j < kAcc; j += kStep) {
       const std::size_t at = i + j * N;
-      hn::StoreU(Normalize(hn::LoadU(d, x + at), m, rs, hn::LoadU(d, gamma + at), hn::LoadU(d, beta + at), true, true),
-                 d, y + at);
-      const auto dev = hn::Sub(hn::LoadU(d, next + at), k);
-      ca[j] = j % 2 ? AddOnFmaPipe(ca[j], dev, one) : hn::Add(ca[j], dev);
-      sa[j] = hn::MulAdd(dev, dev, sa[j]);
+      ApplyStep<kHwBf16, true>(d, x, y, at, m, rs, gamma, beta);
+      hn::Vec<D> v[kStep];
+      LoadSumStep(d, next + at, v);
+      for (std::size_t q = 0; q < kStep; ++q) {
+        const auto dev = hn::Sub(v[q], k);
+        ca[j + q] = (j + q) % 2 ? AddOnFmaPipe(ca[j + q], dev, one) : hn::Add(ca[j + q], dev);
+        sa[j + q] = hn::MulAdd(dev, dev, sa[j + q]);
+      }
     }
   const std::size_t applied = i;
   for (; i + N <= n; i += N) {  // CentredSums' tail
-    const auto dev = hn::Sub(hn::LoadU(d, next + i), k);
+    const auto dev = hn::Sub(LoadRow(d, next + i), k);
     ca[0] = hn::Add(ca[0], dev);
     sa[0] = hn::MulAdd(dev, dev, sa[0]);
   }
@@ -901,34 +925,36 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, T
   if (applied < n) {  // Apply's columns the loop left
     const T* xs[1] = {x + applied};
     T* ys[1] = {y + applied};
-    Apply<false, 1>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, beta + applied,
-                    static_cast<const T*>(nullptr));
+    Apply<false, 1, false, false, kHwBf16>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, beta + applied,
+                                              static_cast<const T*>(nullptr));
   }
 }
 
 // RMSNorm's counterpart of ApplyWithNextCentredSums: one row's apply step with gamma (its mean +0,
-// so x * rstd * gamma as Apply computes it for f32 rows) and the next row's sum of squares
+// so x * rstd * gamma as Apply computes it for f32 compute) and the next row's sum of squares
 // (SumsOfSquares<1>: the same accumulators, in the same order).
-template <class D, class T>
-HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, T rstd, const T* HWY_RESTRICT gamma,
-                                          const T* next, T& sum) {
-  static_assert(std::is_same_v<T, float> && std::is_same_v<T, hn::TFromD<D>>, "f32 data only");
+template <bool kHwBf16, class D, class T>
+HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, float rstd,
+                                          const float* HWY_RESTRICT gamma, const T* next, float& sum) {
+  static_assert(std::is_same_v<hn::TFromD<D>, float>, "f32 compute only");
   const std::size_t N = hn::Lanes(d);
   constexpr std::size_t K = kSquareAcc;
+  constexpr std::size_t kStep = kSumStep<D, T>;
   const auto rs = hn::Set(d, rstd);
   hn::Vec<D> a[K];
   for (auto& v : a) v = hn::Zero(d);
   std::size_t i = 0;
   for (; i + K * N <= n; i += K * N)
-    for (std::size_t j = 0; j < K; ++j) {
+    for (std::size_t j = 0; j < K; j += kStep) {
       const std::size_t at = i + j * N;
-      hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(d, x + at), rs), hn::LoadU(d, gamma + at)), d, y + at);
-      const auto v = hn::LoadU(d, next + at);
-      a[j] = hn::MulAdd(v, v, a[j]);
+      ApplyStep<kHwBf16, false>(d, x, y, at, rs, rs, gamma, nullptr);
+      hn::Vec<D> v[kStep];
+      LoadSumStep(d, next + at, v);
+      for (std::size_t q = 0; q < kStep; ++q) a[j + q] = hn::MulAdd(v[q], v[q], a[j + q]);
     }
   const std::size_t applied = i;
   for (std::size_t j = 0; i + N <= n; i += N, ++j) {  // SumsOfSquares' tail
-    const auto v = hn::LoadU(d, next + i);
+    const auto v = LoadRow(d, next + i);
     a[j] = hn::MulAdd(v, v, a[j]);
   }
   if (i < n) {
@@ -939,9 +965,9 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
   if (applied < n) {  // Apply's columns the loop left
     const T* xs[1] = {x + applied};
     T* ys[1] = {y + applied};
-    const T mean = 0;
-    Apply<false, 1>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, static_cast<const T*>(nullptr),
-                    static_cast<const T*>(nullptr));
+    const float mean = 0;
+    Apply<false, 1, false, false, kHwBf16>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied,
+                                              static_cast<const float*>(nullptr), static_cast<const T*>(nullptr));
   }
 }
 

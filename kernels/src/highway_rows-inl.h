@@ -139,17 +139,18 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
 // own chain (LayerNorm: the shift's sample, then the centred sums' reduction and rstd); here the
 // next row's chain overlaps this row's apply step, and pairs or triples, which overlap chains
 // only within their group, are not needed. The same arithmetic per row as ShortRows, so the same
-// results. f32 rows, LayerNorm with gamma and beta, RMSNorm with gamma only, cached stores (see
-// detail::pipeline_short_rows for where; the measurements are there).
-template <class T, class AddRows>
-HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count, const T* gamma,
-                              const T* beta, const AddRows& add_rows) {
-  const hn::ScalableTag<T> d;
+// results. f32 compute (f32 rows, and 16-bit rows of more than 4 KiB), LayerNorm with gamma and
+// beta, RMSNorm with gamma only, cached stores (see detail::pipeline_short_rows for where; the
+// measurements are there).
+template <bool kHwBf16, class T, class AddRows>
+HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count,
+                              const float* gamma, const float* beta, const AddRows& add_rows) {
+  const hn::ScalableTag<float> d;
   const std::size_t n = static_cast<std::size_t>(p.cols);
   const auto row_x = [&](std::int64_t row) { return static_cast<const T*>(b.x) + row * p.cols; };
   const std::int64_t end = r + count;
   const bool layernorm = centres(p.norm);
-  T mean = 0, m2;
+  float mean = 0, m2;
   add_rows(r, 1);
   const T* x[1] = {row_x(r)};
   if (layernorm)
@@ -157,22 +158,22 @@ HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r
   else
     SumsOfSquares<1>(d, x, n, &m2);
   for (; r < end; ++r) {
-    const T rstd = RowScale<false, T>(p, b, r, mean, m2);
+    const float rstd = RowScale<false, T>(p, b, r, mean, m2);
     T* y = static_cast<T*>(b.y) + r * p.cols;
     if (r + 1 == end) {
       T* ys[1] = {y};
-      Apply<false, 1>(d, x, ys, n, &mean, &rstd, gamma, beta, static_cast<const T*>(nullptr));
+      Apply<false, 1, false, false, kHwBf16>(d, x, ys, n, &mean, &rstd, gamma, beta, static_cast<const T*>(nullptr));
       break;
     }
     add_rows(r + 1, 1);
     const T* next[1] = {row_x(r + 1)};
     if (layernorm) {
-      T shift, s1, s2;
+      float shift, s1, s2;
       StatsShifts<1>(d, next, n, &shift);
-      ApplyWithNextCentredSums(d, x[0], y, n, mean, rstd, gamma, beta, next[0], shift, s1, s2);
+      ApplyWithNextCentredSums<kHwBf16>(d, x[0], y, n, mean, rstd, gamma, beta, next[0], shift, s1, s2);
       StatsFromCentredSums<1>(d, next, n, &shift, &s1, &s2, &mean, &m2);
     } else {
-      ApplyWithNextSumOfSquares(d, x[0], y, n, rstd, gamma, next[0], m2);
+      ApplyWithNextSumOfSquares<kHwBf16>(d, x[0], y, n, rstd, gamma, next[0], m2);
     }
     x[0] = next[0];
   }
@@ -360,9 +361,9 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
         }
         return;
       }
-      if constexpr (std::is_same_v<T, float> && std::is_same_v<C, float> && !kStream && !kVariant) {
+      if constexpr (std::is_same_v<C, float> && !std::is_same_v<T, double> && !kStream && !kVariant) {
         if (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && detail::pipeline_short_rows(p, rows)) {
-          PipelinedRows<T>(p, in, r, rows, g, bt, add_rows);
+          PipelinedRows<kHwBf16, T>(p, in, r, rows, g, bt, add_rows);
           return;
         }
       }
