@@ -880,6 +880,17 @@ HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, h
   }
 }
 
+// Apply's step for columns [from, n) of one row: the columns a pipelined loop (below) leaves.
+template <bool kHwBf16, class D, class T>
+HWY_INLINE void ApplyColumnsFrom(D d, const T* x, T* y, std::size_t from, std::size_t n, float mean, float rstd,
+                                 const float* gamma, const float* beta) {
+  if (from == n) return;
+  const T* xs[1] = {x + from};
+  T* ys[1] = {y + from};
+  Apply<false, 1, false, false, kHwBf16>(d, xs, ys, n - from, &mean, &rstd, gamma + from, beta ? beta + from : beta,
+                                         static_cast<const T*>(nullptr));
+}
+
 // One row's apply step with gamma and beta (f32 compute, f32 parameters), and in the same loop the
 // centred sums of the next row around its shift (CentredSums<1>): the two are independent, so
 // neither waits for the other's chain (see PipelinedRows). The accumulators take the same values
@@ -922,12 +933,7 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, f
   }
   c = Total(d, ca);
   s = Total(d, sa);
-  if (applied < n) {  // Apply's columns the loop left
-    const T* xs[1] = {x + applied};
-    T* ys[1] = {y + applied};
-    Apply<false, 1, false, false, kHwBf16>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied, beta + applied,
-                                              static_cast<const T*>(nullptr));
-  }
+  ApplyColumnsFrom<kHwBf16>(d, x, y, applied, n, mean, rstd, gamma, beta);
 }
 
 // RMSNorm's counterpart of ApplyWithNextCentredSums: one row's apply step with gamma (its mean +0,
@@ -962,13 +968,7 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
     a[K - 1] = hn::MulAdd(v, v, a[K - 1]);
   }
   sum = TotalOfSquares(d, a);
-  if (applied < n) {  // Apply's columns the loop left
-    const T* xs[1] = {x + applied};
-    T* ys[1] = {y + applied};
-    const float mean = 0;
-    Apply<false, 1, false, false, kHwBf16>(d, xs, ys, n - applied, &mean, &rstd, gamma + applied,
-                                              static_cast<const float*>(nullptr), static_cast<const T*>(nullptr));
-  }
+  ApplyColumnsFrom<kHwBf16>(d, x, y, applied, n, 0.0f, rstd, gamma, static_cast<const float*>(nullptr));
 }
 
 // Statistics of chunk k of a row (see chunked_stats.hpp): LayerNorm (mean, M2), RMSNorm (-, sum x^2).
