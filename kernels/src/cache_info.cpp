@@ -146,16 +146,26 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows) {
   return row_bytes(p) <= kShortRowBytes && 2 * rows * row_bytes(p) <= l2_bytes();
 }
 
-bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows) {
+namespace {
+// Whether the whole call's x and y (every thread's rows: the last-level cache is shared) take at
+// most 3/8 of the last-level cache, where triples and pipelined rows written with cached stores
+// still find the next rows there (see triple_short_layernorm_rows in families.hpp).
+bool call_within_cached_share(const Problem& p) {
+  return 8 * (2 * p.rows * row_bytes(p)) <= 3 * last_level_cache_bytes();
+}
+}  // namespace
+
+bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows, bool stream) {
   if (!centres(p.norm) || rows < 3 || row_bytes(p) > kShortRowBytes) return false;
-  return dtype_size(p.dtype) == 2 || (p.dtype == DType::kF32 && 2 * rows * row_bytes(p) <= l1_bytes());
+  if (dtype_size(p.dtype) == 2) return stream || call_within_cached_share(p);
+  return p.dtype == DType::kF32 && 2 * rows * row_bytes(p) <= l1_bytes();
 }
 
 bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
   if (rows < (centres(p.norm) ? kMinPipelinedLayerNormRows : kMinPipelinedRmsNormRows) ||
       row_bytes(p) > kMaxPipelinedRowBytes)
     return false;
-  if (p.dtype == DType::kF32) return true;
+  if (p.dtype == DType::kF32) return call_within_cached_share(p);
   return dtype_size(p.dtype) == 2 && row_bytes(p) > kShortRowBytes && 2 * rows * row_bytes(p) <= l2_bytes();
 }
 

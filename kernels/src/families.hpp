@@ -56,6 +56,15 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows);
 // 2048x1024 14%, 4096x1024 17% faster (8 rounds), 4 KiB rows the same (2048x2048 1.01, 1024x2048
 // 0.98); DRAM bf16 21845x768 26%, 16384x1024 17%, 43691x768 10%, 87381x768 7% faster, f16 6-22%,
 // 2 threads 10-22%. Not f64 compute (highway-f64 the same to 13% slower).
+// With cached stores, only while the call's x and y take at most 3/8 of the last-level cache
+// (12 MiB of 32; call_within_cached_share). Beyond that, where the next rows' reads and the
+// write-allocate reads of y's lines come from memory, three rows at once measured up to twice as
+// slow as single rows on the Zen 4 VM (32 MiB L3 shared with other tenants): normbench, one build
+// toggled at run time, ABBA, pinned, 1 thread, 6 rounds, medians of the per-round ratio of the
+// time to the same run's stream-scale time, single rows over triples: bf16 5461x768 (16 MiB)
+// 0.63, 8192x768 0.61, 10922x768 0.59, f16 0.61-0.73; 4096x768 (12 MiB) stays triples (0.97-1.05
+// unchanged, where a microbenchmark had read triples 11% faster). With --stores cached in DRAM:
+// see pipeline_short_rows.
 // f32 rows: only where the call's x and y fit in L1 together. There a row costs its chain's
 // latency (the shift's sample, two reductions, the one-read test, rstd), not cache traffic; from
 // L2 on, triples lose (64x768 13%, 128x1000 28%, L3 4096x768 44% slower). Zen 5 VM (48 KiB L1),
@@ -69,7 +78,7 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows);
 // every short f32 row count) 3x768 0.96, 3x1024 and 6x1024 0.92, but 4x768 1.10, 7x768 1.07,
 // 8x768 1.06. f32 LayerNorm calls of 4 rows or more with gamma and beta run pipelined instead
 // (pipeline_short_rows), so for them the triples now serve 3-row calls.
-bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
+bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows, bool stream);
 
 // Whether highway runs rows with f32 compute (LayerNorm with gamma and beta, RMSNorm with gamma;
 // cached stores) software-pipelined, each row's apply step in one loop with the next row's
@@ -101,6 +110,11 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows);
 // 128x2048 0.88 (not taken: 16x2048 and 64x2048 0.98); and beyond L2 the next row's statistics
 // read waits on L3 (pairs and triples prefetch the next rows in their apply step): LayerNorm bf16
 // 256x4096 1.07, 512x4096 1.05, 1024x4096 1.44.
+// f32 calls only while their x and y take at most 3/8 of the last-level cache (as the triples
+// above): beyond that the next row's statistics read and y's write-allocate reads contend in one
+// loop. Zen 4 VM, the same A/B as the triples', single rows and pairs over pipelined: LayerNorm
+// 2731x768 (16 MiB) 0.84, 4096x768 0.64; RMSNorm 0.80 and 0.58; 1365x768 and 2048x768 (within
+// the share, unchanged) 0.94-1.01. (On the Zen 5 VM, above, 2731x768 had read 0.95-0.99 pipelined.)
 bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 
 // LayerNorm rows (with gamma and beta) longer than 4 KiB whose x and y and the parameters

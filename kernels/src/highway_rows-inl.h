@@ -369,7 +369,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       }
       // f32 compute on 16-bit or f32 rows (the rule tells which)
       constexpr bool kMayTriple = sizeof(T) <= 4 && std::is_same_v<C, float>;
-      if (kMayTriple && same_alignment && detail::triple_short_layernorm_rows(p, rows))
+      if (kMayTriple && same_alignment && detail::triple_short_layernorm_rows(p, rows, kStream))
         for (; r + kTriple <= row_end; r += kTriple) {
           add_rows(r, kTriple);
           ShortRows<kTriple, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt,
