@@ -153,6 +153,15 @@ namespace {
 bool call_within_cached_share(const Problem& p) {
   return 8 * (2 * p.rows * row_bytes(p)) <= 3 * last_level_cache_bytes();
 }
+
+// Whether what the pipelined loop touches at once fits L1: the row being applied (x and y), the
+// next row and the parameters (LayerNorm gamma and beta, RMSNorm gamma). Beyond L2 a loop that
+// overflows L1 reads the next row from L3 while evicting its own lines (see pipeline_short_rows
+// in families.hpp).
+bool pipelined_rows_fit_l1(const Problem& p) {
+  const std::int64_t params = centres(p.norm) ? layernorm_param_bytes(p) : layernorm_param_bytes(p) / 2;
+  return 3 * row_bytes(p) + params <= l1_bytes();
+}
 }  // namespace
 
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows, bool stream) {
@@ -165,7 +174,8 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
   if (rows < (centres(p.norm) ? kMinPipelinedLayerNormRows : kMinPipelinedRmsNormRows) ||
       row_bytes(p) > kMaxPipelinedRowBytes)
     return false;
-  if (p.dtype == DType::kF32) return call_within_cached_share(p);
+  if (p.dtype == DType::kF32)
+    return call_within_cached_share(p) && (2 * rows * row_bytes(p) <= l2_bytes() || pipelined_rows_fit_l1(p));
   return dtype_size(p.dtype) == 2 && row_bytes(p) > kShortRowBytes && 2 * rows * row_bytes(p) <= l2_bytes();
 }
 

@@ -115,6 +115,11 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows, bool strea
 // loop. Zen 4 VM, the same A/B as the triples', single rows and pairs over pipelined: LayerNorm
 // 2731x768 (16 MiB) 0.84, 4096x768 0.64; RMSNorm 0.80 and 0.58; 1365x768 and 2048x768 (within
 // the share, unchanged) 0.94-1.01. (On the Zen 5 VM, above, 2731x768 had read 0.95-0.99 pipelined.)
+// And f32 calls beyond L2 only where the loop's rows (x and y of one, x of the next) and the
+// parameters fit L1 (pipelined_rows_fit_l1): on the Zen 4 VM (32 KiB L1) LayerNorm 128x2048
+// (40 KiB touched at once) took 1.31x as long pipelined as in single rows (RMSNorm, 32 KiB:
+// 1.04); 171x768 to 683x768 pipelined 0.92-0.93 (RMSNorm 0.84-0.93) of the time in single rows
+// and pairs (the same A/B, 5 rounds). With a 48 KiB L1 (Zen 5) 128x2048 stays pipelined (0.85).
 bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 
 // LayerNorm rows (with gamma and beta) longer than 4 KiB whose x and y and the parameters
