@@ -159,7 +159,8 @@ bool call_within_cached_share(const Problem& p) {
 // overflows L1 reads the next row from L3 while evicting its own lines (see pipeline_short_rows
 // in families.hpp).
 bool pipelined_rows_fit_l1(const Problem& p) {
-  const std::int64_t params = centres(p.norm) ? layernorm_param_bytes(p) : layernorm_param_bytes(p) / 2;
+  const std::int64_t gamma_bytes = layernorm_param_bytes(p) / 2;  // gamma alone: half of gamma and beta
+  const std::int64_t params = centres(p.norm) ? 2 * gamma_bytes : gamma_bytes;
   return 3 * row_bytes(p) + params <= l1_bytes();
 }
 }  // namespace

@@ -63,8 +63,8 @@ bool interleave_short_rows(const Problem& p, std::int64_t rows);
 // toggled at run time, ABBA, pinned, 1 thread, 6 rounds, medians of the per-round ratio of the
 // time to the same run's stream-scale time, single rows over triples: bf16 5461x768 (16 MiB)
 // 0.63, 8192x768 0.61, 10922x768 0.59, f16 0.61-0.73; 4096x768 (12 MiB) stays triples (0.97-1.05
-// unchanged, where a microbenchmark had read triples 11% faster). With --stores cached in DRAM:
-// see pipeline_short_rows.
+// unchanged, where a microbenchmark had read triples 11% faster); with --stores cached in DRAM
+// bf16 21845x768 0.60, 43691x768 0.48.
 // f32 rows: only where the call's x and y fit in L1 together. There a row costs its chain's
 // latency (the shift's sample, two reductions, the one-read test, rstd), not cache traffic; from
 // L2 on, triples lose (64x768 13%, 128x1000 28%, L3 4096x768 44% slower). Zen 5 VM (48 KiB L1),
@@ -114,7 +114,9 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows, bool strea
 // above): beyond that the next row's statistics read and y's write-allocate reads contend in one
 // loop. Zen 4 VM, the same A/B as the triples', single rows and pairs over pipelined: LayerNorm
 // 2731x768 (16 MiB) 0.84, 4096x768 0.64; RMSNorm 0.80 and 0.58; 1365x768 and 2048x768 (within
-// the share, unchanged) 0.94-1.01. (On the Zen 5 VM, above, 2731x768 had read 0.95-0.99 pipelined.)
+// the share, unchanged) 0.94-1.01; with --stores cached in DRAM 21845x768 and 43691x768
+// LayerNorm 0.89 and 0.86, RMSNorm 0.79 and 0.75. (On the Zen 5 VM, above, 2731x768 had read
+// 0.95-0.99 pipelined.)
 // And f32 calls beyond L2 only where the loop's rows (x and y of one, x of the next) and the
 // parameters fit L1 (pipelined_rows_fit_l1): on the Zen 4 VM (32 KiB L1) LayerNorm 128x2048
 // (40 KiB touched at once) took 1.31x as long pipelined as in single rows (RMSNorm, 32 KiB:
