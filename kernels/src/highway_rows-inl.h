@@ -301,6 +301,22 @@ const double* WidenParams(D d, const float* HWY_RESTRICT p, std::size_t n, int w
   return out.data();
 }
 
+// highway-f64 LayerNorm on f32 rows written with streaming stores (DRAM-sized calls): rows taken
+// one at a time prefetch the row after next, not the next one. Its apply step, bound by the f64
+// conversions (about 150 ns for 768 values on Zen 4), issues the next row's prefetches over its
+// whole length, the last of them too late to arrive before that row's statistics read. Zen 4 VM,
+// one build toggled at run time, ABBA, 5 rounds, pinned, 1 thread, medians of the per-round ratio
+// of the time to the in-run stream-scale ceiling's, two rows ahead against one: 10923x768 0.88,
+// 21845x768 0.83, 43691x768 0.92 (raw 0.83), 16384x1024 1.00 (raw 0.95), the rows before it at
+// 270-400 ns; measured again an hour later, when the rows before it ran at 260-345 ns: 0.93-1.00
+// (16384x1024 0.93, 87381x768 0.96), with the slowest repetitions 292 ns against 345 (43691x768).
+// Not for RMSNorm (0.91-1.05, mixed), bf16 rows (widened once, 0.92-1.05), pairs of long rows
+// (2048x4096, 2048x5120, 4096x4096 the same), nor `highway` f32 (memory-bound: 21845x768 1.0-1.2
+// of the time before).
+template <class T, class C>
+constexpr bool kF32InF64 = std::is_same_v<T, float> && std::is_same_v<C, double>;
+constexpr std::int64_t kF64RowsAhead = 2;
+
 // T: storage type; C: compute type (f32, or f64 for f64 data and for the accuracy-first variant).
 // residual_add: each row (or pair of rows) of h = x + r is written first and normalized while it
 // is still in L1; `in` is then b with x = h. kHwBf16: see WithBf16Rounding.
@@ -382,10 +398,11 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
           ShortRows<kRowsAtOnce, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + R < row_end ? row_x(r + R) : nullptr,
                                                                widened, stride);
         }
+      const std::int64_t ahead = kF32InF64<T, C> && kStream && centres(p.norm) ? kF64RowsAhead : 1;
       for (; r < row_end; ++r) {
         add_rows(r, 1);
-        ShortRows<1, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + 1 < row_end ? row_x(r + 1) : nullptr, widened,
-                                                     stride);
+        ShortRows<1, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + ahead < row_end ? row_x(r + ahead) : nullptr,
+                                                     widened, stride);
       }
     };
     constexpr bool kMayWiden = std::is_same_v<C, double> && std::is_same_v<P, float> && !kVariant;
