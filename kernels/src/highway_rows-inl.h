@@ -312,7 +312,8 @@ const double* WidenParams(D d, const float* HWY_RESTRICT p, std::size_t n, int w
 // (16384x1024 0.93, 87381x768 0.96), with the slowest repetitions 292 ns against 345 (43691x768).
 // Not for RMSNorm (0.91-1.05, mixed), bf16 rows (widened once, 0.92-1.05), pairs of long rows
 // (2048x4096, 2048x5120, 4096x4096 the same), nor `highway` f32 (memory-bound: 21845x768 1.0-1.2
-// of the time before).
+// of the time before); and not for rows of kPrefetchInStatsBytes or more, whose statistics read
+// prefetches the next row as well (not measured).
 template <class T, class C>
 constexpr bool kF32InF64 = std::is_same_v<T, float> && std::is_same_v<C, double>;
 constexpr std::int64_t kF64RowsAhead = 2;
@@ -398,7 +399,10 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
           ShortRows<kRowsAtOnce, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + R < row_end ? row_x(r + R) : nullptr,
                                                                widened, stride);
         }
-      const std::int64_t ahead = kF32InF64<T, C> && kStream && centres(p.norm) ? kF64RowsAhead : 1;
+      const std::int64_t ahead =
+          kF32InF64<T, C> && kStream && centres(p.norm) && static_cast<std::size_t>(p.cols) * sizeof(T) < kPrefetchInStatsBytes
+              ? kF64RowsAhead
+              : 1;
       for (; r < row_end; ++r) {
         add_rows(r, 1);
         ShortRows<1, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + ahead < row_end ? row_x(r + ahead) : nullptr,
