@@ -115,11 +115,10 @@ constexpr std::int64_t kMinPipelinedRmsNormRows = 3;
 constexpr std::int64_t kMaxPipelinedRowBytes = 2 * kShortRowBytes;
 
 namespace {
-// Bytes of one row of x (and of y), and of a LayerNorm row's gamma and beta together.
+// Bytes of one row of x (and of y), of gamma, and of a LayerNorm row's gamma and beta together.
 std::int64_t row_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(p.dtype)); }
-std::int64_t layernorm_param_bytes(const Problem& p) {
-  return 2 * p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype)));
-}
+std::int64_t gamma_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype))); }
+std::int64_t layernorm_param_bytes(const Problem& p) { return 2 * gamma_bytes(p); }
 
 std::int64_t l1_bytes() {
   static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
@@ -159,8 +158,7 @@ bool call_within_cached_share(const Problem& p) {
 // overflows L1 reads the next row from L3 while evicting its own lines (see pipeline_short_rows
 // in families.hpp).
 bool pipelined_rows_fit_l1(const Problem& p) {
-  const std::int64_t gamma_bytes = layernorm_param_bytes(p) / 2;  // gamma alone: half of gamma and beta
-  const std::int64_t params = centres(p.norm) ? 2 * gamma_bytes : gamma_bytes;
+  const std::int64_t params = centres(p.norm) ? layernorm_param_bytes(p) : gamma_bytes(p);
   return 3 * row_bytes(p) + params <= l1_bytes();
 }
 }  // namespace
