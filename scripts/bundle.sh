@@ -36,7 +36,7 @@ for b in "${bins[@]}"; do
 done
 # Every library the binaries load except the C/C++ runtime, which any Linux machine has (newer
 # versions of it load code built against older ones; the reverse fails, so the other machine's
-# glibc must be at least Debian 12's 2.36).
+# glibc and libstdc++ must be at least Debian 12's: 2.36 and GCC 12's).
 for b in "${bins[@]}"; do ldd "$build/$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/bundle/lib/"; done
