@@ -38,7 +38,7 @@ done
 # versions of it load code built against older ones; the reverse fails, so the other machine's
 # glibc and libstdc++ must be at least Debian 12's: 2.36 and GCC 12's).
 for b in "${bins[@]}"; do ldd "$build/$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
-  grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
+  { grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' || true; } |
   while read -r lib; do cp -L "$lib" "$stage/bundle/lib/"; done
 printf '%s\n' "$PWD" > "$stage/bundle/source-dir"
 git rev-parse HEAD > "$stage/bundle/commit" 2>/dev/null || true
