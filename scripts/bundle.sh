@@ -80,7 +80,7 @@ for t in normbench_tests normbench_accuracy_tests normbench_ceiling_tests normbe
   failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   passed=$(cat "$logs/$t".*.log | sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\./\1/p' | awk '{s += $1} END {print s + 0}')
-  skipped=$(cat "$logs/$t".*.log | sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\},.*/\1/p' | awk '{s += $1} END {print s + 0}')
+  skipped=$(cat "$logs/$t".*.log | sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}[.,].*/\1/p' | awk '{s += $1} END {print s + 0}')
   echo "$t: $passed passed, $skipped skipped$( ((failed)) && echo ', FAILED:')"
   if ((failed)); then
     status=1
