@@ -20,9 +20,11 @@ esac
 [[ $# -le 1 ]] || { echo "bundle.sh: one output path at most (try --help)" >&2; exit 2; }
 out=${1:-build/bundle/normbench-bundle.tar.xz}
 build=build/release
-bins=(bench/normbench accuracy/normbench-accuracy reports/normbench-compare
-      tests/normbench_tests tests/normbench_accuracy_tests tests/normbench_ceiling_tests
-      tests/normbench_cli_tests tests/normbench_compare_tests)
+# The three tools and every GoogleTest binary the build made (tests/CMakeLists.txt names them).
+shopt -s nullglob
+test_bins=("$build"/tests/normbench_*tests)
+((${#test_bins[@]})) || { echo "bundle.sh: no test binaries in $build/tests: build Release first (./scripts/test.sh)" >&2; exit 1; }
+bins=(bench/normbench accuracy/normbench-accuracy reports/normbench-compare "${test_bins[@]#"$build"/}")
 for b in "${bins[@]}"; do
   [[ -x $build/$b ]] || { echo "bundle.sh: $build/$b missing: build Release first (./scripts/test.sh)" >&2; exit 1; }
 done
@@ -68,20 +70,23 @@ fi
 echo "bundle of $(cat bundle/commit 2>/dev/null || echo '?') on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, $shards shards"
 logs=$(mktemp -d)
 status=0
+# Sums a GoogleTest summary count ('[  PASSED  ] 61 tests.', '[  SKIPPED ] 1 test.') over t's shards.
+summary_count() {
+  cat "$logs/$t".*.log | sed -n "s/^\\[  $1 \\] \\([0-9]*\\) tests\\{0,1\\}[.,].*/\\1/p" | awk '{s += $1} END {print s + 0}'
+}
 # The kernel and accuracy tests in shards, the small binaries whole; explicit PIDs for wait.
-for t in normbench_tests normbench_accuracy_tests normbench_ceiling_tests normbench_cli_tests normbench_compare_tests; do
+for bin in build/release/tests/normbench_*tests; do
+  t=$(basename "$bin")
   n=1
   [[ $t == normbench_tests || $t == normbench_accuracy_tests ]] && n=$shards
   pids=()
   for ((i = 0; i < n; ++i)); do
-    GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i build/release/tests/$t --gtest_brief=1 > "$logs/$t.$i.log" 2>&1 &
+    GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i "$bin" --gtest_brief=1 > "$logs/$t.$i.log" 2>&1 &
     pids+=($!)
   done
   failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  passed=$(cat "$logs/$t".*.log | sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\./\1/p' | awk '{s += $1} END {print s + 0}')
-  skipped=$(cat "$logs/$t".*.log | sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}[.,].*/\1/p' | awk '{s += $1} END {print s + 0}')
-  echo "$t: $passed passed, $skipped skipped$( ((failed)) && echo ', FAILED:')"
+  echo "$t: $(summary_count 'PASSED ') passed, $(summary_count SKIPPED) skipped$( ((failed)) && echo ', FAILED:')"
   if ((failed)); then
     status=1
     cat "$logs/$t".*.log | grep -E '^\[  FAILED  \]|Failure|^sh: ' | sort -u | head -40
