@@ -70,9 +70,10 @@ fi
 echo "bundle of $(cat bundle/commit 2>/dev/null || echo '?') on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, $shards shards"
 logs=$(mktemp -d)
 status=0
-# Sums a GoogleTest summary count ('[  PASSED  ] 61 tests.', '[  SKIPPED ] 1 test.') over t's shards.
+# summary_count BINARY WORD: sums a GoogleTest summary count ('[  PASSED  ] 61 tests.',
+# '[  SKIPPED ] 1 test.') over BINARY's shard logs.
 summary_count() {
-  cat "$logs/$t".*.log | sed -n "s/^\\[  $1 \\] \\([0-9]*\\) tests\\{0,1\\}[.,].*/\\1/p" | awk '{s += $1} END {print s + 0}'
+  cat "$logs/$1".*.log | sed -n "s/^\\[  $2 \\] \\([0-9]*\\) tests\\{0,1\\}[.,].*/\\1/p" | awk '{s += $1} END {print s + 0}'
 }
 # The kernel and accuracy tests in shards, the small binaries whole; explicit PIDs for wait.
 for bin in build/release/tests/normbench_*tests; do
@@ -86,7 +87,7 @@ for bin in build/release/tests/normbench_*tests; do
   done
   failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  echo "$t: $(summary_count 'PASSED ') passed, $(summary_count SKIPPED) skipped$( ((failed)) && echo ', FAILED:')"
+  echo "$t: $(summary_count "$t" 'PASSED ') passed, $(summary_count "$t" SKIPPED) skipped$( ((failed)) && echo ', FAILED:')"
   if ((failed)); then
     status=1
     cat "$logs/$t".*.log | grep -E '^\[  FAILED  \]|Failure|^sh: ' | sort -u | head -40
