@@ -1,19 +1,21 @@
-// threaded: the highway kernel over OpenMP threads, bitwise identical to `highway` for every
-// thread count.
+// threaded: the highway kernel over the threads of thread_team.hpp, bitwise identical to
+// `highway` for every thread count.
 //  - Many rows: contiguous blocks of rows per thread; each row computed whole by one thread.
 //  - Fewer rows than threads and long rows (decode shapes, benchdnn's 1 x 33,554,432): each row's
 //    fixed chunks (chunked_stats.hpp) are reduced in parallel, merged in chunk order with the same
 //    function `highway` uses, then applied in parallel.
 #include <algorithm>
+#include <barrier>
 #include <vector>
 
-#include <omp.h>
+#include "normbench/thread_team.hpp"
 
 #include "batchnorm.hpp"
 #include "chunked_stats.hpp"
 #include "families.hpp"
 
 namespace normbench::detail {
+static_assert(kMaxTeamThreads >= kMaxThreads, "a team call runs every thread count a RunConfig allows");
 namespace {
 template <class C>
 void merge_row(const Problem& p, const double* mean, const double* m2, std::int64_t chunks, double& out_mean,
@@ -30,7 +32,7 @@ void merge_row(const Problem& p, const double* mean, const double* m2, std::int6
   out_rstd = row_rstd(acc.m2, p.cols, p);
 }
 
-// One parallel region for all rows. Thread t owns chunks [k_begin, k_end) of every row (cut by
+// One team call for all rows. Thread t owns chunks [k_begin, k_end) of every row (cut by
 // chunk count: the chunks are equal but the last) and applies the same columns, which its own
 // cache still holds. Per row: its chunks' statistics, one barrier, then every thread merges all
 // chunks in order (the same bits everywhere, no second barrier) and applies. The chunk results
@@ -41,9 +43,8 @@ void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool st
   std::vector<double> stats(4 * chunks);  // [parity][mean | m2][chunk]
   Buffers b = b_in;  // with residual_add, the row of h is the input of the norm
   if (p.residual_add) b.x = b_in.h;
-#pragma omp parallel num_threads(threads)
-  {
-    const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+  std::barrier row_stats_done(threads);
+  run_on_team(threads, [&](const std::int64_t t, const std::int64_t n) {  // n: threads, or 1 where the team is busy
     const std::int64_t k_begin = chunks * t / n, k_end = chunks * (t + 1) / n;
     const std::int64_t col_begin = k_begin * kStatsChunk, col_end = std::min(p.cols, k_end * kStatsChunk);
     for (std::int64_t r = 0; r < p.rows; ++r) {
@@ -51,7 +52,7 @@ void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool st
       double* m2 = mean + chunks;
       if (p.residual_add && col_begin < col_end) highway_add_range(p, b_in, r, col_begin, col_end);
       for (std::int64_t k = k_begin; k < k_end; ++k) highway_chunk_stats(p, b, r, k, &mean[k], &m2[k]);
-#pragma omp barrier
+      if (n > 1) row_stats_done.arrive_and_wait();
       double row_mean, rstd;
       if (p.dtype == DType::kF64)
         merge_row<double>(p, mean, m2, chunks, row_mean, rstd);
@@ -63,12 +64,12 @@ void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool st
       }
       if (col_begin < col_end) highway_apply_range(p, b, r, col_begin, col_end, row_mean, rstd, stream);
     }
-  }
+  });
 }
 
 // Runs fn(begin, end) over [0, count) cut into contiguous ranges, one per thread: at most
 // cfg.threads, at most count, and at most one per kMinElementsPerThread elements of p. With one
-// thread there is no parallel region at all: a 1-thread run costs what highway costs.
+// thread there is no team call at all: a 1-thread run costs what highway costs.
 struct SplitOverThreads {
   int threads;
   SplitOverThreads(const Problem& p, const RunConfig& cfg)
@@ -82,11 +83,7 @@ struct SplitOverThreads {
   void operator()(std::int64_t count, const Fn& fn) const {
     const int nt = threads_for(count);
     if (nt <= 1) return fn(std::int64_t{0}, count);
-#pragma omp parallel num_threads(nt)
-    {
-      const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-      fn(count * t / n, count * (t + 1) / n);
-    }
+    run_on_team(nt, [&](const std::int64_t t, const std::int64_t n) { fn(count * t / n, count * (t + 1) / n); });
   }
 };
 

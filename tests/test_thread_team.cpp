@@ -1,0 +1,135 @@
+// The worker team behind `threaded` and the benchmark's ceilings (thread_team.hpp): every thread
+// of a call runs once and at the same time, no call loses or repeats work, a busy team runs the
+// caller alone, idle workers sleep, and workers sit where OMP_PROC_BIND places them.
+#include "normbench/thread_team.hpp"
+
+#include <sched.h>
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+namespace normbench::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Each of a call's n threads arrives, then waits (up to 10 s) for all n: a team that ran them one
+// after another would never see them all.
+TEST(ThreadTeam, EveryThreadOfACallRunsOnceAndAtTheSameTime) {
+  for (int threads : {2, 3, 4, 8}) {
+    SCOPED_TRACE(threads);
+    std::vector<std::atomic<int>> calls(threads);
+    std::atomic<int> arrived{0}, saw_all{0}, wrong_n{0};
+    run_on_team(threads, [&](int t, int n) {
+      if (n != threads) ++wrong_n;
+      ++calls[static_cast<std::size_t>(t)];
+      ++arrived;
+      const auto deadline = Clock::now() + std::chrono::seconds(10);
+      while (arrived.load() < n && Clock::now() < deadline) std::this_thread::yield();
+      if (arrived.load() == n) ++saw_all;
+    });
+    EXPECT_EQ(wrong_n.load(), 0);
+    for (int t = 0; t < threads; ++t) EXPECT_EQ(calls[static_cast<std::size_t>(t)].load(), 1) << "thread " << t;
+    EXPECT_EQ(saw_all.load(), threads);
+  }
+  EXPECT_GE(team_workers_started(), 7);
+}
+
+// Back-to-back calls of changing sizes, as a benchmark makes them: thread t runs in exactly the
+// calls that have more than t threads, and its writes are seen by the caller afterwards.
+TEST(ThreadTeam, ManyCallsOfChangingSizeLoseAndRepeatNoWork) {
+  constexpr int kCalls = 20000, kMost = 4;
+  std::vector<std::int64_t> runs(kMost, 0);  // each element written by one thread only, per call
+  std::vector<std::int64_t> expected(kMost, 0);
+  for (int c = 0; c < kCalls; ++c) {
+    const int threads = 1 + (c * 7 + c / 3) % kMost;
+    for (int t = 0; t < threads; ++t) ++expected[static_cast<std::size_t>(t)];
+    run_on_team(threads, [&](int t, int) { ++runs[static_cast<std::size_t>(t)]; });
+  }
+  EXPECT_EQ(runs, expected);
+}
+
+// A call made while the team is busy (from inside a task, or from another thread meanwhile) runs
+// on its caller alone, told n = 1, and its work is still done whole.
+TEST(ThreadTeam, ABusyTeamRunsTheCallerAlone) {
+  std::atomic<int> inner_n{0}, inner_t{-1};
+  run_on_team(2, [&](int t, int) {
+    if (t == 0) run_on_team(2, [&](int it, int in) { inner_t = it, inner_n = in; });
+  });
+  EXPECT_EQ(inner_n.load(), 1);
+  EXPECT_EQ(inner_t.load(), 0);
+
+  // Two callers at once: each call sums 0..999 by the cut it is given.
+  std::atomic<int> wrong_sums{0};
+  const auto caller = [&] {
+    for (int c = 0; c < 3000; ++c) {
+      std::vector<std::int64_t> partial(2, 0);
+      run_on_team(2, [&](int t, int n) {
+        for (std::int64_t i = 1000 * t / n; i < 1000 * (t + 1) / n; ++i) partial[static_cast<std::size_t>(t)] += i;
+      });
+      if (partial[0] + partial[1] != 999 * 1000 / 2) ++wrong_sums;
+    }
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+  EXPECT_EQ(wrong_sums.load(), 0);
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Workers spin kSpinMicroseconds after a call, then sleep: over 300 ms of idling the process uses
+// far less than 300 ms of CPU. A worker that spun without bound would use all of it.
+TEST(ThreadTeam, IdleWorkersSleep) {
+  run_on_team(2, [](int, int) {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the spin ends, and libgomp's
+  const double before = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(process_cpu_seconds() - before, 0.03);
+}
+
+std::vector<int> my_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// Under OMP_PROC_BIND (ctest runs this test once more with OMP_PROC_BIND=close), worker t sits on
+// OpenMP place t modulo the places, as libgomp's close binding puts team thread t. Without it,
+// workers keep the caller's CPUs.
+TEST(ThreadTeam, WorkersSitWhereOpenMpWouldPlaceThem) {
+  constexpr int kThreads = 3;
+  std::vector<std::vector<int>> cpus(kThreads);
+  run_on_team(kThreads, [&](int t, int) { cpus[static_cast<std::size_t>(t)] = my_cpus(); });
+  const bool bound = omp_get_proc_bind() != omp_proc_bind_false;
+  const std::vector<int> caller = my_cpus();
+  for (int t = 1; t < kThreads; ++t) {
+    SCOPED_TRACE(t);
+    if (!bound) {
+      EXPECT_EQ(cpus[static_cast<std::size_t>(t)], caller);
+      continue;
+    }
+    const int place = t % omp_get_num_places();
+    std::vector<int> ids(static_cast<std::size_t>(omp_get_place_num_procs(place)));
+    omp_get_place_proc_ids(place, ids.data());
+    EXPECT_EQ(cpus[static_cast<std::size_t>(t)], ids);
+  }
+}
+
+}  // namespace
+}  // namespace normbench::testing
