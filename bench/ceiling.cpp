@@ -1,11 +1,12 @@
 #include "ceiling.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
-
-#include <omp.h>
+#include <numeric>
 
 #include "normbench/normbench.hpp"
+#include "normbench/thread_team.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ceiling.cpp"  // this directory is on the include path
@@ -225,16 +226,15 @@ float stream_scale(const float* src, float* dst, std::size_t n, const float* ext
   // Each thread reads its share of `extra` too, as `threaded` reads the gamma/beta of its share of
   // a long row. Read by one thread ahead of the parallel part, 1x33554432's 256 MiB of gamma and
   // beta held its 16-thread ceiling (16-core Xeon) at 24 GB/s, under the kernels' 89 GB/s.
-  float extra_sum = 0;
-#pragma omp parallel num_threads(t) reduction(+ : extra_sum)
-  {
-    const std::size_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+  std::array<float, kMaxThreads> extra_sums;  // on the stack: a heap allocation would be part of the time
+  std::fill_n(extra_sums.begin(), t, 0.0f);
+  run_on_team(t, [&](const std::size_t id, const std::size_t nt) {
     const std::size_t e0 = n_extra * id / nt, e1 = n_extra * (id + 1) / nt;
-    if (e1 > e0) extra_sum += sum(extra + e0, e1 - e0);
+    if (e1 > e0) extra_sums[id] = sum(extra + e0, e1 - e0);
     const std::size_t begin = n * id / nt, end = n * (id + 1) / nt;
     scale(src + begin, dst + begin, end - begin, nontemporal);
-  }
-  return extra_sum;
+  });
+  return std::accumulate(extra_sums.begin(), extra_sums.begin() + t, 0.0f);
 }
 
 float row_phased(const PhasedRows& a, int threads) {
@@ -243,17 +243,16 @@ float row_phased(const PhasedRows& a, int threads) {
   const auto range = HWY_DYNAMIC_DISPATCH(PhasedRowsRange);
   const int t = ceiling_threads(a.total_floats, threads);
   if (t <= 1) return range(a, 0, a.rows, 0, 1);
-  float sink = 0;
-#pragma omp parallel num_threads(t) reduction(+ : sink)
-  {
-    const auto id = static_cast<std::size_t>(omp_get_thread_num()), nt = static_cast<std::size_t>(omp_get_num_threads());
+  std::array<float, kMaxThreads> sinks;
+  std::fill_n(sinks.begin(), t, 0.0f);
+  run_on_team(t, [&](const std::size_t id, const std::size_t nt) {
     const auto rows = static_cast<std::size_t>(a.rows);
     if (rows >= nt)  // whole rows per thread, as `threaded` splits them
-      sink += range(a, static_cast<std::int64_t>(rows * id / nt), static_cast<std::int64_t>(rows * (id + 1) / nt), 0, 1);
+      sinks[id] = range(a, static_cast<std::int64_t>(rows * id / nt), static_cast<std::int64_t>(rows * (id + 1) / nt), 0, 1);
     else  // a share of every row
-      sink += range(a, 0, a.rows, id, nt);
-  }
-  return sink;
+      sinks[id] = range(a, 0, a.rows, id, nt);
+  });
+  return std::accumulate(sinks.begin(), sinks.begin() + t, 0.0f);
 }
 }  // namespace normbench::bench
 #endif

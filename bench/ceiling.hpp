@@ -8,10 +8,10 @@
 namespace normbench::bench {
 
 // dst[i] = a * src[i] for i < n, plus one read of `extra` (n_extra floats: the gamma/beta a
-// norm reads once). Split over `threads` OpenMP threads in contiguous chunks, src/dst and extra
-// alike (no parallel region for one thread or tiny sizes, the same policy as the threaded
-// kernel). Returns a value
-// derived from `extra` so the read cannot be optimized away.
+// norm reads once). Split over `threads` threads of the kernels' team (thread_team.hpp) in
+// contiguous chunks, src/dst and extra alike (no team call for one thread or tiny sizes, the same
+// policy as the threaded kernel). Returns a value derived from `extra` so the read cannot be
+// optimized away.
 // nontemporal: dst is written with non-temporal (streaming) stores, which skip the read for
 // ownership of each destination line that ordinary stores pay: the ceiling of a kernel that
 // streams its output (a higher one once dst exceeds the last-level cache).
