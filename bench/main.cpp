@@ -36,7 +36,8 @@
 namespace normbench::bench {
 namespace {
 
-// GCC's OpenMP workers spin after a parallel region for GOMP_SPINCOUNT iterations (300,000 by
+// GCC's OpenMP workers (oneDNN's here: the kernels and ceilings run on thread_team.hpp's workers,
+// whose spin is bounded the same way) spin after a parallel region for GOMP_SPINCOUNT iterations (300,000 by
 // default, 30 billion with OMP_WAIT_POLICY=ACTIVE), then sleep. Spinning forever steals the core
 // a following single-threaded case runs on; sleeping at once (PASSIVE) makes every call wake a
 // worker through the kernel, which cost 2-thread runs of L2-sized shapes 3x (128x768 LayerNorm:
@@ -340,7 +341,7 @@ void run_norm_case(benchmark::State& state, const Case& c) {
     state.counters["frac_of_ceiling"] = static_cast<double>(state.iterations() * c.bytes_per_iter) / seconds / ceiling;
 }
 
-// --hygiene-check: does a threaded case leave something behind (OpenMP workers still spinning)
+// --hygiene-check: does a threaded case leave something behind (the team's workers still spinning)
 // that slows the 1-thread case run next? An interleaved A/B outside Google Benchmark's loop, so
 // that the machine's drift cancels: each round first runs, for kHygieneLeadSeconds, either the
 // threaded case (A) or the probe itself (B), then times a fixed number of probe calls at once.
@@ -547,7 +548,7 @@ int run(int argc, char** argv) {
   app.add_flag("--every-repetition", o.every_repetition, "Show every repetition on the console, not only aggregates");
   app.add_flag("--hygiene-check", o.hygiene,
                "After the cases: time the first 1-thread highway case right after a threaded case of its shape and "
-               "right after itself, interleaved, and print both medians (spinning OpenMP workers would slow the first)");
+               "right after itself, interleaved, and print both medians (spinning workers would slow the first)");
   app.footer(
       "Google Benchmark flags pass through: --benchmark_filter=REGEX, --benchmark_repetitions=N (default here 5),\n"
       "--benchmark_min_time=SECONDS (default here 0.1), --benchmark_out=FILE, --benchmark_format=..., etc.\n"
