@@ -2,8 +2,6 @@
 // reports/README.md (parsed with fast-cpp-csv-parser), and bad input exits 2 before any run.
 #include <gtest/gtest.h>
 
-#include <sched.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "affinity.hpp"
 #include "cli_support.hpp"
 #include "normbench/csv_read.hpp"
 #include "normbench/report.hpp"
@@ -215,17 +214,6 @@ TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
   EXPECT_EQ(ordered.output.find("hygiene"), std::string::npos);
   fs::remove(report);
   fs::remove(json);
-}
-
-// The CPUs this test process may run on (its affinity mask), in order.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
 }
 
 constexpr const char* kSharedCpusWarning = "OpenMP threads can run on only";

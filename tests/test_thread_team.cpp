@@ -3,7 +3,6 @@
 // caller alone, idle workers sleep, and workers sit where OMP_PROC_BIND places them.
 #include "normbench/thread_team.hpp"
 
-#include <sched.h>
 #include <time.h>
 
 #include <atomic>
@@ -14,6 +13,8 @@
 
 #include <gtest/gtest.h>
 #include <omp.h>
+
+#include "affinity.hpp"
 
 namespace normbench::testing {
 namespace {
@@ -99,25 +100,15 @@ TEST(ThreadTeam, IdleWorkersSleep) {
   EXPECT_LT(process_cpu_seconds() - before, 0.03);
 }
 
-std::vector<int> my_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
 // Under OMP_PROC_BIND (ctest runs this test once more with OMP_PROC_BIND=close), worker t sits on
 // OpenMP place t modulo the places, as libgomp's close binding puts team thread t. Without it,
 // workers keep the caller's CPUs.
 TEST(ThreadTeam, WorkersSitWhereOpenMpWouldPlaceThem) {
   constexpr int kThreads = 3;
   std::vector<std::vector<int>> cpus(kThreads);
-  run_on_team(kThreads, [&](int t, int) { cpus[static_cast<std::size_t>(t)] = my_cpus(); });
+  run_on_team(kThreads, [&](int t, int) { cpus[static_cast<std::size_t>(t)] = allowed_cpus(); });
   const bool bound = omp_get_proc_bind() != omp_proc_bind_false;
-  const std::vector<int> caller = my_cpus();
+  const std::vector<int> caller = allowed_cpus();
   for (int t = 1; t < kThreads; ++t) {
     SCOPED_TRACE(t);
     if (!bound) {
