@@ -32,11 +32,12 @@ inline constexpr int kMaxTeamThreads = 1024;
 // omp_get_num_threads(). The task must not throw.
 void run_on_team(int threads, void (*task)(void* ctx, int t, int n), void* ctx);
 
-// The same, for any callable fn(int t, int n).
+// The same, for any callable fn(int t, int n). An exception leaving fn terminates the program, as
+// one leaving an OpenMP parallel region does.
 template <class Fn>
 void run_on_team(int threads, Fn&& fn) {
   run_on_team(
-      threads, [](void* ctx, int t, int n) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(t, n); },
+      threads, [](void* ctx, int t, int n) noexcept { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(t, n); },
       const_cast<void*>(static_cast<const void*>(&fn)));
 }
 
