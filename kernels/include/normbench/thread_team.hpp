@@ -2,11 +2,11 @@
 // an OpenMP parallel region.
 //
 // Why not OpenMP: on the 2-vCPU Zen 4 VM an empty 2-thread `#pragma omp parallel` cost 0.56-0.64
-// us a call (libgomp docks and releases its team through two barriers), with any OMP_WAIT_POLICY,
-// OMP_PROC_BIND or GOMP_SPINCOUNT. L2-resident shapes take 4.5-14 us a call at 2 threads, so that
-// cost alone held their 2-thread speedup 0.05-0.16x lower. Here a call wakes each worker through
-// its own cache line and waits on one counter: 0.10 us a round trip
-// (reports/baselines/PERFORMANCE-LOG.md, "What a parallel region costs").
+// us a call, with any OMP_WAIT_POLICY, OMP_PROC_BIND or GOMP_SPINCOUNT. L2-resident shapes take
+// 4.5-14 us a call at 2 threads, so that cost alone held their 2-thread speedup 0.05-0.16x lower.
+// Here a call wakes each worker through its own cache line and waits on one counter: the worker
+// starts about 0.1 us after the call, and the caller returns about 0.1 us after the last thread
+// ends (reports/baselines/PERFORMANCE-LOG.md, "A worker team instead of OpenMP regions").
 //
 // Workers spin a bounded time after each call (kSpinMicroseconds), then sleep on a futex
 // (std::atomic::wait): a case's back-to-back calls find them awake, and a following 1-thread
