@@ -211,6 +211,19 @@ int ceiling_threads(std::size_t n, int threads) {
   return static_cast<int>(std::min<std::size_t>(
       threads, std::max<std::size_t>(1, n / static_cast<std::size_t>(kMinElementsPerThread))));
 }
+
+// Runs part(id, nt) on `threads` threads of the team and returns the sum of what each returned,
+// in thread order. The partial sums sit on the stack: a heap allocation would be part of the time.
+template <class Part>
+float sum_on_team(int threads, const Part& part) {
+  std::array<float, kMaxThreads> partial;
+  int used = 1;
+  run_on_team(threads, [&](const int id, const int nt) {
+    partial[static_cast<std::size_t>(id)] = part(static_cast<std::size_t>(id), static_cast<std::size_t>(nt));
+    if (id == 0) used = nt;
+  });
+  return std::accumulate(partial.begin(), partial.begin() + used, 0.0f);
+}
 }  // namespace
 
 float stream_scale(const float* src, float* dst, std::size_t n, const float* extra, std::size_t n_extra,
@@ -226,15 +239,13 @@ float stream_scale(const float* src, float* dst, std::size_t n, const float* ext
   // Each thread reads its share of `extra` too, as `threaded` reads the gamma/beta of its share of
   // a long row. Read by one thread ahead of the parallel part, 1x33554432's 256 MiB of gamma and
   // beta held its 16-thread ceiling (16-core Xeon) at 24 GB/s, under the kernels' 89 GB/s.
-  std::array<float, kMaxThreads> extra_sums;  // on the stack: a heap allocation would be part of the time
-  std::fill_n(extra_sums.begin(), t, 0.0f);
-  run_on_team(t, [&](const std::size_t id, const std::size_t nt) {
+  return sum_on_team(t, [&](const std::size_t id, const std::size_t nt) {
     const std::size_t e0 = n_extra * id / nt, e1 = n_extra * (id + 1) / nt;
-    if (e1 > e0) extra_sums[id] = sum(extra + e0, e1 - e0);
+    const float extra_sum = e1 > e0 ? sum(extra + e0, e1 - e0) : 0.0f;
     const std::size_t begin = n * id / nt, end = n * (id + 1) / nt;
     scale(src + begin, dst + begin, end - begin, nontemporal);
+    return extra_sum;
   });
-  return std::accumulate(extra_sums.begin(), extra_sums.begin() + t, 0.0f);
 }
 
 float row_phased(const PhasedRows& a, int threads) {
@@ -243,16 +254,12 @@ float row_phased(const PhasedRows& a, int threads) {
   const auto range = HWY_DYNAMIC_DISPATCH(PhasedRowsRange);
   const int t = ceiling_threads(a.total_floats, threads);
   if (t <= 1) return range(a, 0, a.rows, 0, 1);
-  std::array<float, kMaxThreads> sinks;
-  std::fill_n(sinks.begin(), t, 0.0f);
-  run_on_team(t, [&](const std::size_t id, const std::size_t nt) {
+  return sum_on_team(t, [&](const std::size_t id, const std::size_t nt) {
     const auto rows = static_cast<std::size_t>(a.rows);
     if (rows >= nt)  // whole rows per thread, as `threaded` splits them
-      sinks[id] = range(a, static_cast<std::int64_t>(rows * id / nt), static_cast<std::int64_t>(rows * (id + 1) / nt), 0, 1);
-    else  // a share of every row
-      sinks[id] = range(a, 0, a.rows, id, nt);
+      return range(a, static_cast<std::int64_t>(rows * id / nt), static_cast<std::int64_t>(rows * (id + 1) / nt), 0, 1);
+    return range(a, 0, a.rows, id, nt);  // a share of every row
   });
-  return std::accumulate(sinks.begin(), sinks.begin() + t, 0.0f);
 }
 }  // namespace normbench::bench
 #endif
