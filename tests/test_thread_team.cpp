@@ -1,6 +1,7 @@
 // The worker team behind `threaded` and the benchmark's ceilings (thread_team.hpp): every thread
-// of a call runs once and at the same time, no call loses or repeats work, a busy team runs the
-// caller alone, idle workers sleep, and workers sit where OMP_PROC_BIND places them.
+// of a call runs once and at the same time, the call returns after its last thread, no call loses
+// or repeats work, a busy team runs the caller alone, idle workers sleep, and workers sit where
+// OMP_PROC_BIND places them.
 #include "normbench/thread_team.hpp"
 
 #include <time.h>
@@ -41,6 +42,26 @@ TEST(ThreadTeam, EveryThreadOfACallRunsOnceAndAtTheSameTime) {
     EXPECT_EQ(saw_all.load(), threads);
   }
   EXPECT_GE(team_workers_started(), 7);
+}
+
+// The caller returns only once every thread's task has returned, whichever thread ends last, and
+// sees what each wrote.
+TEST(ThreadTeam, TheCallReturnsAfterItsLastThreadEnds) {
+  // Each thread writes the number of its call when it ends (atomics, outliving the calls: a late
+  // thread of a broken team writes a stale number instead of touching freed memory).
+  static std::atomic<int> finished_call[8];
+  int call = 0;
+  for (int threads : {2, 3, 8}) {
+    for (int last = 0; last < threads; ++last) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, thread " << last << " ends last");
+      ++call;
+      run_on_team(threads, [&, call](int t, int) {
+        if (t == last) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        finished_call[t].store(call);
+      });
+      for (int t = 0; t < threads; ++t) EXPECT_EQ(finished_call[t].load(), call) << "thread " << t;
+    }
+  }
 }
 
 // Back-to-back calls of changing sizes, as a benchmark makes them: thread t runs in exactly the

@@ -1,5 +1,5 @@
-// The worker team of thread_team.hpp: one cache line per worker that the caller bumps to start
-// it, one counter the caller waits on, and a bounded spin before a futex sleep.
+// The worker team of thread_team.hpp: one cache line per worker, which the caller writes to start
+// it and the worker writes when it is done, and a bounded spin before a futex sleep.
 #include "normbench/thread_team.hpp"
 
 #include <pthread.h>
@@ -56,8 +56,13 @@ void bind_like_openmp(int t) {
 // before it bumps `go`: one cache-line transfer between cores starts the worker. (With the task in
 // the shared Team object the worker started 497-661 ns after the call began, 64x768 LayerNorm at
 // 2 threads; OpenMP's worker 350-537 ns; in its own line, 97-112 ns.)
+//
+// The worker reports the end of its task in the same line (`done`), not on a counter shared by all
+// workers: the caller reads the workers' lines all at once, where a shared counter passes between
+// the cores once per worker, one after another.
 struct alignas(64) WorkerSlot {
-  std::atomic<std::uint32_t> go{0};  // the generation of the last call this worker was asked to run
+  std::atomic<std::uint32_t> go{0};    // the generation of the last call this worker was asked to run
+  std::atomic<std::uint32_t> done{0};  // the generation of the last call this worker finished
   std::atomic<bool> sleeping{false};
   bool stop = false;
   bool spin = true;  // whether to spin for the next call before sleeping
@@ -86,21 +91,35 @@ class Team {
     // More threads than CPUs: a spinning worker would take the CPU another thread of the call
     // needs (libgomp stops spinning then too).
     const bool spin = n <= cpus_;
-    pending_.store(n - 1, std::memory_order_relaxed);
-    ++generation_;
-    for (int w = 0; w < n - 1; ++w) {
+    const std::uint32_t generation = ++generation_;
+    const int workers = n - 1;
+    for (int w = 0; w < workers; ++w) {
       WorkerSlot& slot = *slots_[static_cast<std::size_t>(w)];
       slot.task = task;
       slot.ctx = ctx;
       slot.n = n;
       slot.spin = spin;
-      slot.go.store(generation_);  // seq_cst, against the worker's store to `sleeping` (Dekker)
-      if (slot.sleeping.load()) slot.go.notify_one();
+      slot.go.store(generation, std::memory_order_release);
+    }
+    // One fence for all workers, against each worker's seq_cst store to `sleeping` then load of
+    // `go` (Dekker): a worker that has not seen its `go` is seen sleeping here. A seq_cst store
+    // per worker would drain the store buffer once per worker, one cache-line transfer after
+    // another; here the transfers overlap.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (int w = 0; w < workers; ++w) {
+      WorkerSlot& slot = *slots_[static_cast<std::size_t>(w)];
+      if (slot.sleeping.load(std::memory_order_relaxed)) slot.go.notify_one();
     }
     task(ctx, 0, n);
-    const auto all_done = [&] { return pending_.load(std::memory_order_acquire) != 0; };
-    if (!spin || !spin_while(all_done, std::chrono::microseconds(kSpinMicroseconds)))
-      while (all_done()) std::this_thread::yield();
+    int finished = 0;  // workers 0..finished-1 are known to be done
+    const auto working = [&] {
+      while (finished < workers &&
+             slots_[static_cast<std::size_t>(finished)]->done.load(std::memory_order_acquire) == generation)
+        ++finished;
+      return finished < workers;
+    };
+    if (!spin || !spin_while(working, std::chrono::microseconds(kSpinMicroseconds)))
+      while (working()) std::this_thread::yield();
     busy_.store(false, std::memory_order_release);
   }
 
@@ -113,6 +132,7 @@ class Team {
       const int t = static_cast<int>(workers_.size()) + 1;
       slots_.push_back(std::make_unique<WorkerSlot>());
       slots_.back()->go.store(generation_);
+      slots_.back()->done.store(generation_);
       // The caller may bump `go` before the thread starts: it starts from the generation it was
       // created at, not from what it first reads.
       workers_.emplace_back([this, t, slot = slots_.back().get(), created = generation_] { work(t, *slot, created); });
@@ -133,14 +153,13 @@ class Team {
       if (slot.stop) return;
       spin = slot.spin;
       slot.task(slot.ctx, t, slot.n);
-      pending_.fetch_sub(1, std::memory_order_release);
+      slot.done.store(seen, std::memory_order_release);
     }
   }
 
   std::atomic<bool> busy_{false};
   const int cpus_ = omp_get_num_procs();  // the CPUs of the mask the process started with
   std::uint32_t generation_ = 0;
-  alignas(64) std::atomic<int> pending_{0};
   std::vector<std::unique_ptr<WorkerSlot>> slots_;  // slot w belongs to worker t = w + 1
   std::vector<std::thread> workers_;
 };
