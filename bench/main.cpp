@@ -29,6 +29,7 @@
 #include "normbench/listing.hpp"
 #include "normbench/normbench.hpp"
 #include "normbench/report.hpp"
+#include "normbench/thread_team.hpp"
 #include "peers.hpp"
 #include "reporter.hpp"
 #include "shapes.hpp"
@@ -55,12 +56,7 @@ constexpr const char* kSpinCount = "100000";
 void give_back_every_place_cpu() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  for (int p = 0; p < omp_get_num_places(); ++p) {
-    std::vector<int> ids(static_cast<std::size_t>(omp_get_place_num_procs(p)));
-    omp_get_place_proc_ids(p, ids.data());
-    for (int id : ids)
-      if (id >= 0 && id < CPU_SETSIZE) CPU_SET(id, &cpus);
-  }
+  for (int p = 0; p < omp_get_num_places(); ++p) add_openmp_place_cpus(p, cpus);
   if (CPU_COUNT(&cpus) > 0) sched_setaffinity(0, sizeof cpus, &cpus);
 }
 

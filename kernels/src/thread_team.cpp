@@ -42,13 +42,9 @@ bool spin_while(const Pred& pred, std::chrono::microseconds bound) {
 // binding (see thread_team.hpp). Without it the worker keeps the mask it inherited.
 void bind_like_openmp(int t) {
   if (omp_get_proc_bind() == omp_proc_bind_false || omp_get_num_places() < 1) return;
-  const int place = t % omp_get_num_places();
-  std::vector<int> ids(static_cast<std::size_t>(omp_get_place_num_procs(place)));
-  omp_get_place_proc_ids(place, ids.data());
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  for (int id : ids)
-    if (id >= 0 && id < CPU_SETSIZE) CPU_SET(id, &cpus);
+  add_openmp_place_cpus(t % omp_get_num_places(), cpus);
   if (CPU_COUNT(&cpus) > 0) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
 }
 
@@ -174,5 +170,12 @@ Team& team() {
 void run_on_team(int threads, void (*task)(void*, int, int), void* ctx) { team().run(threads, task, ctx); }
 
 int team_workers_started() { return team().workers_started(); }
+
+void add_openmp_place_cpus(int place, cpu_set_t& cpus) {
+  std::vector<int> ids(static_cast<std::size_t>(omp_get_place_num_procs(place)));
+  omp_get_place_proc_ids(place, ids.data());
+  for (int id : ids)
+    if (id >= 0 && id < CPU_SETSIZE) CPU_SET(id, &cpus);
+}
 
 }  // namespace normbench

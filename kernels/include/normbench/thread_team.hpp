@@ -18,6 +18,8 @@
 // place count, as libgomp's `close` binding places a team whose first thread is on place 0.
 #pragma once
 
+#include <sched.h>
+
 #include <cstdint>
 #include <type_traits>
 
@@ -47,5 +49,9 @@ inline constexpr std::int64_t kSpinMicroseconds = 200;
 
 // Workers the team has started so far (they are started on first use, and stay).
 int team_workers_started();
+
+// Adds the CPUs of OpenMP place `place` (omp_get_place_proc_ids) to `cpus`: where the team pins
+// worker t, and where normbench's re-execution gives the process back its places.
+void add_openmp_place_cpus(int place, cpu_set_t& cpus);
 
 }  // namespace normbench
