@@ -54,8 +54,8 @@ void bind_like_openmp(int t) {
 // 2 threads; OpenMP's worker 350-537 ns; in its own line, 97-112 ns.)
 //
 // The worker reports the end of its task in the same line (`done`), not on a counter shared by all
-// workers: the caller reads the workers' lines all at once, where a shared counter passes between
-// the cores once per worker, one after another.
+// workers: the caller checks the workers' lines in turn, reads that need not wait for one another,
+// where a shared counter passes between the cores once per worker, one after another.
 struct alignas(64) WorkerSlot {
   std::atomic<std::uint32_t> go{0};    // the generation of the last call this worker was asked to run
   std::atomic<std::uint32_t> done{0};  // the generation of the last call this worker finished
