@@ -1,9 +1,10 @@
 // The worker team behind `threaded` and the benchmark's ceilings (thread_team.hpp): every thread
 // of a call runs once and at the same time, the call returns after its last thread, no call loses
-// or repeats work, a busy team runs the caller alone, idle workers sleep, and workers sit where
-// OMP_PROC_BIND places them.
+// or repeats work, a busy team runs the caller alone, idle workers sleep (those left out of smaller
+// calls too), and workers sit where OMP_PROC_BIND places them.
 #include "normbench/thread_team.hpp"
 
+#include <pthread.h>
 #include <time.h>
 
 #include <atomic>
@@ -119,6 +120,40 @@ TEST(ThreadTeam, IdleWorkersSleep) {
   const double before = process_cpu_seconds();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_LT(process_cpu_seconds() - before, 0.03);
+}
+
+// Calls that leave some workers out (fewer threads than the last call) do not keep those workers
+// awake: they spin kSpinMicroseconds after their own last call, then sleep, while 2-thread calls
+// go on back to back. Every worker watches one line that changes with each call; a worker that
+// restarted its spin on every change would burn its CPU through all of them.
+TEST(ThreadTeam, WorkersLeftOutOfSmallerCallsSleep) {
+  constexpr int kThreads = 4;
+  if (omp_get_num_procs() < kThreads)
+    GTEST_SKIP() << "needs " << kThreads << " CPUs: with fewer, a " << kThreads
+                 << "-thread call does not spin at all (more threads than CPUs)";
+  std::vector<clockid_t> clocks(kThreads);
+  std::atomic<int> clock_errors{0};
+  run_on_team(kThreads, [&](int t, int) {
+    if (pthread_getcpuclockid(pthread_self(), &clocks[static_cast<std::size_t>(t)]) != 0) ++clock_errors;
+  });
+  ASSERT_EQ(clock_errors.load(), 0);
+  const auto thread_cpu_seconds = [](clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  const auto calls_for = [](std::chrono::milliseconds how_long) {
+    const auto end = Clock::now() + how_long;
+    while (Clock::now() < end) run_on_team(2, [](int, int) {});
+  };
+  calls_for(std::chrono::milliseconds(50));  // well past the left-out workers' spin
+  std::vector<double> before(kThreads);
+  for (int t = 2; t < kThreads; ++t) before[static_cast<std::size_t>(t)] = thread_cpu_seconds(clocks[static_cast<std::size_t>(t)]);
+  calls_for(std::chrono::milliseconds(300));
+  for (int t = 2; t < kThreads; ++t) {
+    SCOPED_TRACE(t);
+    EXPECT_LT(thread_cpu_seconds(clocks[static_cast<std::size_t>(t)]) - before[static_cast<std::size_t>(t)], 0.03);
+  }
 }
 
 // Under OMP_PROC_BIND (ctest runs this test once more with OMP_PROC_BIND=close), worker t sits on

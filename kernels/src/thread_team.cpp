@@ -1,5 +1,5 @@
-// The worker team of thread_team.hpp: one cache line per worker, which the caller writes to start
-// it and the worker writes when it is done, and a bounded spin before a futex sleep.
+// The worker team of thread_team.hpp: one cache line that announces each call to every worker, one
+// line per worker where it reports the end of its part, and a bounded spin before a futex sleep.
 #include "normbench/thread_team.hpp"
 
 #include <pthread.h>
@@ -25,16 +25,15 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins while pred() holds, for at most `bound`; returns whether pred() stopped holding.
+// Spins while pred() holds, until `deadline`; returns whether pred() stopped holding.
 template <class Pred>
-bool spin_while(const Pred& pred, std::chrono::microseconds bound) {
-  const auto start = std::chrono::steady_clock::now();
+bool spin_while(const Pred& pred, std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (!pred()) return true;
       cpu_relax();
     }
-    if (std::chrono::steady_clock::now() - start > bound) return !pred();
+    if (std::chrono::steady_clock::now() > deadline) return !pred();
   }
 }
 
@@ -48,32 +47,47 @@ void bind_like_openmp(int t) {
   if (CPU_COUNT(&cpus) > 0) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
 }
 
-// Everything a worker reads to start a call sits in its own cache line, written by the caller
-// before it bumps `go`: one cache-line transfer between cores starts the worker. (With the task in
-// the shared Team object the worker started 497-661 ns after the call began, 64x768 LayerNorm at
-// 2 threads; OpenMP's worker 350-537 ns; in its own line, 97-112 ns.)
-//
-// The worker reports the end of its task in the same line (`done`), not on a counter shared by all
-// workers: the caller checks the workers' lines in turn, reads that need not wait for one another,
-// where a shared counter passes between the cores once per worker, one after another.
+// A call is announced in one cache line that every worker watches: one store starts all of them,
+// the line's invalidation reaching the workers at once. (With a line per worker, the caller's
+// stores to the workers' lines completed one after another: on 16 Xeon cores worker k started
+// about 0.25 + 0.09 k us after the call, the last 1.0-1.7 us; PERFORMANCE-LOG.md, "Where a
+// 16-thread call's time goes".) The call's number, its thread count and the spin flag share one
+// atomic word, so a worker outside the call tells so from the word alone and never reads the
+// task, which the next call may be rewriting.
+struct alignas(64) CallLine {
+  std::atomic<std::uint64_t> word{0};  // see pack(); changes once per call
+  void (*task)(void*, int, int) = nullptr;  // written before `word`, read by the call's threads
+  void* ctx = nullptr;
+};
+
+constexpr std::uint64_t kThreadsMask = 0xFFFF;  // kMaxTeamThreads fits
+constexpr std::uint64_t kSpinBit = 1u << 16, kStopBit = 1u << 17;
+static_assert(kMaxTeamThreads <= static_cast<int>(kThreadsMask));
+
+constexpr std::uint64_t pack(std::uint32_t generation, int n, bool spin, bool stop) {
+  return std::uint64_t{generation} << 32 | static_cast<std::uint64_t>(n) | (spin ? kSpinBit : 0) |
+         (stop ? kStopBit : 0);
+}
+constexpr std::uint32_t generation_of(std::uint64_t word) { return static_cast<std::uint32_t>(word >> 32); }
+constexpr int threads_of(std::uint64_t word) { return static_cast<int>(word & kThreadsMask); }
+
+// What each worker writes (the end of its part of a call, whether it sleeps) and what wakes it
+// from sleep, in a line of its own: the caller checks the workers' lines in turn, reads that need
+// not wait for one another, where a counter shared by all workers would pass between the cores
+// once per worker, one after another.
 struct alignas(64) WorkerSlot {
-  std::atomic<std::uint32_t> go{0};    // the generation of the last call this worker was asked to run
   std::atomic<std::uint32_t> done{0};  // the generation of the last call this worker finished
   std::atomic<bool> sleeping{false};
-  bool stop = false;
-  bool spin = true;  // whether to spin for the next call before sleeping
-  int n = 1;
-  void (*task)(void*, int, int) = nullptr;
-  void* ctx = nullptr;
+  std::atomic<std::uint32_t> wake{0};  // bumped by the caller to wake the worker (futex word)
 };
 
 class Team {
  public:
   ~Team() {
+    call_.word.store(pack(generation_, 0, false, true));
     for (auto& slot : slots_) {
-      slot->stop = true;
-      slot->go.fetch_add(1);
-      slot->go.notify_one();
+      slot->wake.fetch_add(1);
+      slot->wake.notify_one();
     }
     for (auto& w : workers_) w.join();
   }
@@ -89,22 +103,20 @@ class Team {
     const bool spin = n <= cpus_;
     const std::uint32_t generation = ++generation_;
     const int workers = n - 1;
-    for (int w = 0; w < workers; ++w) {
-      WorkerSlot& slot = *slots_[static_cast<std::size_t>(w)];
-      slot.task = task;
-      slot.ctx = ctx;
-      slot.n = n;
-      slot.spin = spin;
-      slot.go.store(generation, std::memory_order_release);
-    }
-    // One fence for all workers, against each worker's seq_cst store to `sleeping` then load of
-    // `go` (Dekker): a worker that has not seen its `go` is seen sleeping here. A seq_cst store
-    // per worker would drain the store buffer once per worker, one cache-line transfer after
-    // another; here the transfers overlap.
+    // Written only when they change (a benchmark repeats one call): a store here while workers
+    // watch the line would cost one more transfer of it.
+    if (call_.task != task) call_.task = task;
+    if (call_.ctx != ctx) call_.ctx = ctx;
+    call_.word.store(pack(generation, n, spin, false), std::memory_order_release);
+    // The fence, against each sleeping worker's seq_cst store to `sleeping` then load of `word`
+    // (Dekker): a worker of this call that has not seen the new word is seen sleeping here.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (int w = 0; w < workers; ++w) {
       WorkerSlot& slot = *slots_[static_cast<std::size_t>(w)];
-      if (slot.sleeping.load(std::memory_order_relaxed)) slot.go.notify_one();
+      if (slot.sleeping.load(std::memory_order_relaxed)) {
+        slot.wake.fetch_add(1, std::memory_order_release);
+        slot.wake.notify_one();
+      }
     }
     task(ctx, 0, n);
     int finished = 0;  // workers 0..finished-1 are known to be done
@@ -114,7 +126,7 @@ class Team {
         ++finished;
       return finished < workers;
     };
-    if (!spin || !spin_while(working, std::chrono::microseconds(kSpinMicroseconds)))
+    if (!spin || !spin_while(working, std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds)))
       while (working()) std::this_thread::yield();
     busy_.store(false, std::memory_order_release);
   }
@@ -127,35 +139,49 @@ class Team {
     while (static_cast<int>(workers_.size()) < count) {
       const int t = static_cast<int>(workers_.size()) + 1;
       slots_.push_back(std::make_unique<WorkerSlot>());
-      slots_.back()->go.store(generation_);
       slots_.back()->done.store(generation_);
-      // The caller may bump `go` before the thread starts: it starts from the generation it was
-      // created at, not from what it first reads.
-      workers_.emplace_back([this, t, slot = slots_.back().get(), created = generation_] { work(t, *slot, created); });
+      // The caller may announce a call before the thread starts: it starts from the word of the
+      // last call before it was created, not from what it first reads.
+      workers_.emplace_back(
+          [this, t, slot = slots_.back().get(), created = call_.word.load()] { work(t, *slot, created); });
     }
   }
 
-  void work(int t, WorkerSlot& slot, std::uint32_t seen) {
+  void work(int t, WorkerSlot& slot, std::uint64_t seen) {
     bind_like_openmp(t);
+    using Clock = std::chrono::steady_clock;
+    const auto spin_time = std::chrono::microseconds(kSpinMicroseconds);
+    // Spin until kSpinMicroseconds after this worker's last call: calls that do not include it
+    // (fewer threads) do not keep it awake.
+    auto spin_until = Clock::now() + spin_time;
     bool spin = true;
     for (;;) {
-      const auto unchanged = [&] { return slot.go.load(std::memory_order_acquire) == seen; };
-      if (!spin || !spin_while(unchanged, std::chrono::microseconds(kSpinMicroseconds))) {
-        slot.sleeping.store(true);  // seq_cst, against the caller's store to `go`
-        while (slot.go.load() == seen) slot.go.wait(seen);
+      const auto unchanged = [&] { return call_.word.load(std::memory_order_acquire) == seen; };
+      if (!spin || !spin_while(unchanged, spin_until)) {
+        slot.sleeping.store(true);  // seq_cst, against the caller's store to `word`
+        for (;;) {
+          const std::uint32_t wake = slot.wake.load();
+          if (call_.word.load() != seen) break;
+          slot.wake.wait(wake);
+        }
         slot.sleeping.store(false, std::memory_order_relaxed);
+        spin = false;  // until this worker runs a call again
       }
-      seen = slot.go.load(std::memory_order_acquire);
-      if (slot.stop) return;
-      spin = slot.spin;
-      slot.task(slot.ctx, t, slot.n);
-      slot.done.store(seen, std::memory_order_release);
+      seen = call_.word.load(std::memory_order_acquire);
+      if (seen & kStopBit) return;
+      const int n = threads_of(seen);
+      if (t >= n) continue;  // not in this call; its task and ctx are not this worker's to read
+      call_.task(call_.ctx, t, n);
+      slot.done.store(generation_of(seen), std::memory_order_release);
+      spin = (seen & kSpinBit) != 0;
+      spin_until = Clock::now() + spin_time;
     }
   }
 
   std::atomic<bool> busy_{false};
   const int cpus_ = omp_get_num_procs();  // the CPUs of the mask the process started with
   std::uint32_t generation_ = 0;
+  CallLine call_;
   std::vector<std::unique_ptr<WorkerSlot>> slots_;  // slot w belongs to worker t = w + 1
   std::vector<std::thread> workers_;
 };
