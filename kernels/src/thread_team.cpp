@@ -54,7 +54,10 @@ void bind_like_openmp(int t) {
 // 16-thread call's time goes".) The call's number, its thread count and the spin flag share one
 // atomic word, so a worker outside the call tells so from the word alone and never reads the
 // task, which the next call may be rewriting.
-struct alignas(64) CallLine {
+// 128-byte aligned and sized, as WorkerSlot: the spatial prefetchers of Zen and of Intel's cores
+// fetch lines in 128-byte pairs, so a line written by one thread beside one watched by another
+// would pass between the cores as if they were one.
+struct alignas(128) CallLine {
   std::atomic<std::uint64_t> word{0};  // see pack(); changes once per call
   void (*task)(void*, int, int) = nullptr;  // written before `word`, read by the call's threads
   void* ctx = nullptr;
@@ -75,7 +78,7 @@ constexpr int threads_of(std::uint64_t word) { return static_cast<int>(word & kT
 // from sleep, in a line of its own: the caller checks the workers' lines in turn, reads that need
 // not wait for one another, where a counter shared by all workers would pass between the cores
 // once per worker, one after another.
-struct alignas(64) WorkerSlot {
+struct alignas(128) WorkerSlot {
   std::atomic<std::uint32_t> done{0};  // the generation of the last call this worker finished
   std::atomic<bool> sleeping{false};
   std::atomic<std::uint32_t> wake{0};  // bumped by the caller to wake the worker (futex word)
