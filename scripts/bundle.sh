@@ -20,11 +20,11 @@ esac
 [[ $# -le 1 ]] || { echo "bundle.sh: one output path at most (try --help)" >&2; exit 2; }
 out=${1:-build/bundle/normbench-bundle.tar.xz}
 build=build/release
-# The three tools and every GoogleTest binary the build made (tests/CMakeLists.txt names them).
+# The four tools and every GoogleTest binary the build made (tests/CMakeLists.txt names them).
 shopt -s nullglob
 test_bins=("$build"/tests/normbench_*tests)
 ((${#test_bins[@]})) || { echo "bundle.sh: no test binaries in $build/tests: build Release first (./scripts/test.sh)" >&2; exit 1; }
-bins=(bench/normbench accuracy/normbench-accuracy reports/normbench-compare "${test_bins[@]#"$build"/}")
+bins=(bench/normbench bench/normbench-team-times accuracy/normbench-accuracy reports/normbench-compare "${test_bins[@]#"$build"/}")
 for b in "${bins[@]}"; do
   [[ -x $build/$b ]] || { echo "bundle.sh: $build/$b missing: build Release first (./scripts/test.sh)" >&2; exit 1; }
 done
