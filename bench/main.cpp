@@ -577,12 +577,7 @@ int run(int argc, char** argv) {
       for (const Implementation& impl : registry()) impls.push_back(&impl);
     for (const std::string& d : cli::split_list(o.dtypes)) dtypes.push_back(parse_dtype(d));
     if (dtypes.empty()) throw Error("--dtype: no dtype given");
-    for (const std::string& t : cli::split_list(o.threads)) {
-      int v = 0;
-      if (!CLI::detail::lexical_cast(t, v) || v < 1 || v > kMaxThreads)
-        throw Error(fmt::format("--threads: '{}' is not a thread count in [1, {}]", t, kMaxThreads));
-      threads.push_back(v);
-    }
+    threads = cli::parse_thread_counts(o.threads, kMaxThreads);
     if (threads.empty()) threads = default_threads();
     warn_if_threads_share_cpus(threads);
     const std::int64_t budget = physical_memory_bytes() * 8 / 10;

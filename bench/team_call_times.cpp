@@ -156,13 +156,7 @@ int run(int argc, char** argv) {
     else if (o.norm == "rmsnorm") norm = Norm::kRMSNorm;
     else throw Error(fmt::format("--norm: '{}' is not layernorm or rmsnorm", o.norm));
     if (o.calls < 1 || o.calls > 10'000'000) throw Error(fmt::format("--calls: {} is not in [1, 10000000]", o.calls));
-    std::vector<int> threads;
-    for (const std::string& t : cli::split_list(o.threads)) {
-      int v = 0;
-      if (!CLI::detail::lexical_cast(t, v) || v < 1 || v > kMaxTeamThreads)
-        throw Error(fmt::format("--threads: '{}' is not a thread count in [1, {}]", t, kMaxTeamThreads));
-      threads.push_back(v);
-    }
+    std::vector<int> threads = cli::parse_thread_counts(o.threads, kMaxTeamThreads);
     if (threads.empty()) threads = {2, std::max(2, omp_get_num_procs())};
     threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
     const std::vector<std::string> runners = cli::split_list(o.runners);

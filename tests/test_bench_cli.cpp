@@ -144,6 +144,8 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"--shape 2x64x64:ncl", "the only layout suffix is ':nlc'"},
       {"--shape 64x8:nlc", "needs the three parts"},
       {"--threads 0", "not a thread count"},
+      {"--threads 2,3x", "'3x' is not a thread count"},
+      {"--threads 1025", "'1025' is not a thread count in [1, 1024]"},
       {"--nonsense", "nonsense"},
       {"'--benchmark_filter=layernorm/(high'", "--benchmark_filter is not a valid regular expression"},
       {"--benchmark_out=/tmp/normbench-never.json --benchmark_out_format=xml", "not one of json, console"},

@@ -46,7 +46,8 @@ std::vector<Line> parse(const std::string& output) {
 }
 
 TEST(TeamTimesCli, OneLinePerRunnerAndThreadCountWhoseTimesHangTogether) {
-  const CommandResult r = run_team_times("--shape 64x768 --threads 2,3 --calls 300");
+  // "2, 3": a comma list with a space, as one argument.
+  const CommandResult r = run_team_times("--shape 64x768 --threads '2, 3' --calls 300");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<Line> lines = parse(r.output);
   ASSERT_EQ(lines.size(), 4u) << r.output;

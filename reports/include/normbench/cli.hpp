@@ -40,4 +40,8 @@ Problem make_problem(Norm n, DType t, const Shape& s, double eps);
 // Splits every item at commas ("a,b" "c" -> a b c), dropping empty parts.
 std::vector<std::string> split_list(const std::vector<std::string>& items);
 
+// The thread counts of --threads items (comma lists), in order; throws Error naming the first
+// that is not an integer in [1, most].
+std::vector<int> parse_thread_counts(const std::vector<std::string>& items, int most);
+
 }  // namespace normbench::cli
