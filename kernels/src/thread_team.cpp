@@ -49,14 +49,15 @@ void bind_like_openmp(int t) {
 
 // A call is announced in one cache line that every worker watches: one store starts all of them,
 // the line's invalidation reaching the workers at once. (With a line per worker, the caller's
-// stores to the workers' lines completed one after another: on 16 Xeon cores worker k started
-// about 0.25 + 0.09 k us after the call, the last 1.0-1.7 us; PERFORMANCE-LOG.md, "Where a
-// 16-thread call's time goes".) The call's number, its thread count and the spin flag share one
-// atomic word, so a worker outside the call tells so from the word alone and never reads the
-// task, which the next call may be rewriting.
+// stores to the workers' lines completed one after another: on 16 Xeon cores the 15th worker
+// started 0.6-1.6 us after the call, with one line all 15 about 0.6 us after it;
+// PERFORMANCE-LOG.md, "Where a 16-thread call's time goes".) The call's number, its thread count
+// and the spin flag share one atomic word, so a worker outside the call tells so from the word
+// alone and never reads the task, which the next call may be rewriting.
+//
 // 128-byte aligned and sized, as WorkerSlot: the spatial prefetchers of Zen and of Intel's cores
 // fetch lines in 128-byte pairs, so a line written by one thread beside one watched by another
-// would pass between the cores as if they were one.
+// may pass between the cores as if they were one.
 struct alignas(128) CallLine {
   std::atomic<std::uint64_t> word{0};  // see pack(); changes once per call
   void (*task)(void*, int, int) = nullptr;  // written before `word`, read by the call's threads
