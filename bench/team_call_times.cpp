@@ -166,9 +166,15 @@ int run(int argc, char** argv) {
     if (shape.rows * shape.cols > (std::int64_t{1} << 28))
       throw Error(fmt::format("--shape: {} is more than 2^28 values; this measures calls, not DRAM", o.shape));
 
+    const int cpus = omp_get_num_procs();
+    for (int t : threads)
+      if (t > cpus)
+        std::cerr << fmt::format("normbench-team-times: warning: {} threads on {} CPUs time-slice (and the team's "
+                                 "workers do not spin): their times are not those of {} cores\n",
+                                 t, cpus, t);
     CallTimer timer(norm, shape, o.empty);
     fmt::print("# {} f32 {}{}, {} calls each, {} CPUs; medians in ns\n", o.norm, cli::shape_name(shape),
-               o.empty ? " (empty threads)" : "", o.calls, omp_get_num_procs());
+               o.empty ? " (empty threads)" : "", o.calls, cpus);
     fmt::print("{:<7} {:>7} {:>9} {:>10} {:>12} {:>9}  start by worker 1..n-1\n", "runner", "threads", "call",
                "last start", "longest work", "return");
     for (int t : threads)

@@ -1,6 +1,6 @@
 // normbench-team-times end to end: one line per runner and thread count whose medians hang
 // together (a call lasts at least as long as any of its parts), threads that do no work finish
-// far sooner than threads that do, and bad input exits 2.
+// far sooner than threads that do, more threads than CPUs are warned of, and bad input exits 2.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "affinity.hpp"
 #include "cli_support.hpp"
 
 namespace normbench::testing {
@@ -25,13 +26,15 @@ struct Line {
   std::vector<double> start_by_worker;
 };
 
-// The table's rows (lines not starting with '#' or the header).
+// The table's rows (not the '#' line, the header, or a warning on stderr).
 std::vector<Line> parse(const std::string& output) {
   std::vector<Line> lines;
   std::istringstream in(output);
   std::string text;
   while (std::getline(in, text)) {
-    if (text.empty() || text[0] == '#' || text.rfind("runner", 0) == 0) continue;
+    if (text.empty() || text[0] == '#' || text.rfind("runner", 0) == 0 ||
+        text.rfind("normbench-team-times: warning:", 0) == 0)
+      continue;
     std::istringstream fields(text);
     Line l;
     fields >> l.runner >> l.threads >> l.call >> l.last_start >> l.longest_work >> l.return_after;
@@ -82,6 +85,17 @@ TEST(TeamTimesCli, EmptyThreadsWorkFarLessThanThreadsThatNormalize) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_LT(e[0].longest_work * 10, w[0].longest_work);
   EXPECT_NE(empty.output.find("(empty threads)"), std::string::npos);
+}
+
+// More threads than CPUs measures time-slicing: said on stderr, and the run still completes.
+TEST(TeamTimesCli, WarnsWhenThreadsOutnumberTheCpus) {
+  const int cpus = static_cast<int>(allowed_cpus().size());  // what the tool's omp_get_num_procs() counts
+  const CommandResult r =
+      run_team_times(fmt::format("--threads {} --calls 20 --runner team --empty", cpus + 1));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("warning: {} threads on {} CPUs", cpus + 1, cpus)), std::string::npos)
+      << r.output;
+  EXPECT_EQ(parse(r.output).size(), 1u) << r.output;
 }
 
 TEST(TeamTimesCli, BadInputExitsTwoWithTheReason) {
