@@ -106,9 +106,11 @@ TEST(ThreadTeam, ABusyTeamRunsTheCallerAlone) {
   EXPECT_EQ(wrong_sums.load(), 0);
 }
 
-double process_cpu_seconds() {
+// CPU time used so far by the process (CLOCK_PROCESS_CPUTIME_ID) or by one thread
+// (pthread_getcpuclockid).
+double cpu_seconds(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
@@ -117,9 +119,9 @@ double process_cpu_seconds() {
 TEST(ThreadTeam, IdleWorkersSleep) {
   run_on_team(2, [](int, int) {});
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the spin ends, and libgomp's
-  const double before = process_cpu_seconds();
+  const double before = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_LT(process_cpu_seconds() - before, 0.03);
+  EXPECT_LT(cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - before, 0.03);
 }
 
 // Calls that leave some workers out (fewer threads than the last call) do not keep those workers
@@ -137,22 +139,17 @@ TEST(ThreadTeam, WorkersLeftOutOfSmallerCallsSleep) {
     if (pthread_getcpuclockid(pthread_self(), &clocks[static_cast<std::size_t>(t)]) != 0) ++clock_errors;
   });
   ASSERT_EQ(clock_errors.load(), 0);
-  const auto thread_cpu_seconds = [](clockid_t clock) {
-    timespec ts{};
-    clock_gettime(clock, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
   const auto calls_for = [](std::chrono::milliseconds how_long) {
     const auto end = Clock::now() + how_long;
     while (Clock::now() < end) run_on_team(2, [](int, int) {});
   };
   calls_for(std::chrono::milliseconds(50));  // well past the left-out workers' spin
   std::vector<double> before(kThreads);
-  for (int t = 2; t < kThreads; ++t) before[static_cast<std::size_t>(t)] = thread_cpu_seconds(clocks[static_cast<std::size_t>(t)]);
+  for (int t = 2; t < kThreads; ++t) before[static_cast<std::size_t>(t)] = cpu_seconds(clocks[static_cast<std::size_t>(t)]);
   calls_for(std::chrono::milliseconds(300));
   for (int t = 2; t < kThreads; ++t) {
     SCOPED_TRACE(t);
-    EXPECT_LT(thread_cpu_seconds(clocks[static_cast<std::size_t>(t)]) - before[static_cast<std::size_t>(t)], 0.03);
+    EXPECT_LT(cpu_seconds(clocks[static_cast<std::size_t>(t)]) - before[static_cast<std::size_t>(t)], 0.03);
   }
 }
 
