@@ -18,6 +18,7 @@
 
 #include "normbench/cli.hpp"
 #include "normbench/normbench.hpp"
+#include "normbench/report.hpp"
 #include "normbench/thread_team.hpp"
 #include "openmp_spin.hpp"
 
@@ -25,14 +26,10 @@ namespace normbench::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using report::median;
 
 double ns_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::nano>(b - a).count();
-}
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 struct Options {
