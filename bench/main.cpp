@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -451,6 +453,29 @@ StorePolicy parse_store_policy(const std::string& s) {
   throw Error(fmt::format("--stores: '{}' is not one of auto, cached, streaming", s));
 }
 
+// Google Benchmark checks these two flags less than a report needs: a negative repetition count
+// aborted inside it (std::length_error), 0 ran nothing and exited 0, and it accepts a negative or
+// zero minimum time. Returns the one-line error, or nothing where the value is good.
+std::optional<std::string> bad_benchmark_flag(std::string_view a) {
+  constexpr std::string_view kReps = "--benchmark_repetitions=", kMinTime = "--benchmark_min_time=";
+  if (a.rfind(kReps, 0) == 0) {
+    const std::string_view v = a.substr(kReps.size());
+    int n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc{} || end != v.data() + v.size() || n < 1)
+      return fmt::format("--benchmark_repetitions: '{}' is not a repetition count of at least 1 (default 5; the "
+                         "medians want 5 or more)", v);
+  }
+  if (a.rfind(kMinTime, 0) == 0) {
+    const std::string_view v = a.substr(kMinTime.size());
+    double seconds = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+    if (ec != std::errc{} || end != v.data() + v.size() || !(seconds > 0) || !std::isfinite(seconds))
+      return fmt::format("--benchmark_min_time: '{}' is not a positive number of seconds (default 0.1)", v);
+  }
+  return std::nullopt;
+}
+
 int run(int argc, char** argv) {
   peers::register_all();
 
@@ -461,6 +486,10 @@ int run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) {
+      if (const auto error = bad_benchmark_flag(a)) {
+        std::cerr << "normbench: " << *error << "\n";
+        return 2;
+      }
       has_reps |= a.rfind("--benchmark_repetitions", 0) == 0;
       has_min_time |= a.rfind("--benchmark_min_time", 0) == 0;
       if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) {
@@ -599,6 +628,7 @@ int run(int argc, char** argv) {
 
   // Register: per shape and dtype and thread count, the ceiling first, then every case.
   std::vector<Case> cases;
+  std::set<std::string> shape_skips;  // why a supported norm had no case on a shape (said if nothing runs)
   for (const Shape& s : shapes)
     for (DType t : dtypes)
       for (int th : threads) {
@@ -619,10 +649,18 @@ int run(int argc, char** argv) {
             if (variant != "standard" && !impl->supports_variants) continue;
             if (separate && th > 1) continue;  // add_rounded is one thread
             if (preset.variant.unbiased && s.cols < 2) continue;
-            if (!cli::shape_applies(n, s)) continue;  // channels last is BatchNorm's
+            if (!cli::shape_applies(n, s)) {  // channels last is BatchNorm's
+              shape_skips.insert(fmt::format("{}: the channels-last layout applies to batchnorm only, not {}",
+                                             shape_name(s), norm_name(n)));
+              continue;
+            }
             const Problem shape_problem = cli::make_problem(n, t, s, default_eps(n));
-            if (n == Norm::kBatchNorm && !preset.batchnorm_inference && stat_cols(shape_problem) < 2)
-              continue;  // training on one value per channel: torch raises, so do we
+            if (n == Norm::kBatchNorm && !preset.batchnorm_inference && stat_cols(shape_problem) < 2) {
+              // training on one value per channel: torch raises, so do we
+              shape_skips.insert(fmt::format("{}: batchnorm training needs more than 1 value per channel (N*L = {}; "
+                                             "give the shape as NxCxS)", shape_name(s), stat_cols(shape_problem)));
+              continue;
+            }
             const std::int64_t params = ((preset.gamma ? 1 : 0) + (preset.has_beta(n) ? 1 : 0)) *
                                         param_count(shape_problem) *
                                         static_cast<std::int64_t>(dtype_size(param_dtype(t)));
@@ -661,7 +699,12 @@ int run(int argc, char** argv) {
     c.thp_policy = policy;
   }
   if (cases.empty()) {
-    std::cerr << "normbench: the selection is empty (no implementation supports the chosen norms and dtypes)\n";
+    std::string why = "no implementation supports the chosen norms and dtypes";
+    if (!shape_skips.empty()) {
+      why.clear();
+      for (const std::string& skip : shape_skips) why += (why.empty() ? "" : "; ") + skip;
+    }
+    std::cerr << "normbench: the selection is empty (" << why << ")\n";
     return 2;
   }
   // Passes: one per shape and dtype, in order (their cases share one workspace, built once).

@@ -150,6 +150,17 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"'--benchmark_filter=layernorm/(high'", "--benchmark_filter is not a valid regular expression"},
       {"--benchmark_out=/tmp/normbench-never.json --benchmark_out_format=xml", "not one of json, console"},
       {"--benchmark_out=/proc/normbench/forbidden.json", "cannot write /proc/normbench/forbidden.json"},
+      // Google Benchmark aborted on a negative count (std::length_error) and ran nothing on 0.
+      {"--benchmark_repetitions=-3", "'-3' is not a repetition count of at least 1"},
+      {"--benchmark_repetitions=0", "'0' is not a repetition count of at least 1"},
+      {"--benchmark_repetitions=2.5", "'2.5' is not a repetition count"},
+      {"--benchmark_min_time=0", "'0' is not a positive number of seconds"},
+      {"--benchmark_min_time=-1", "'-1' is not a positive number of seconds"},
+      {"--benchmark_min_time=abc", "'abc' is not a positive number of seconds"},
+      // An empty selection says which shape left it empty.
+      {"--shape 1x768 --norm batchnorm --variant standard", "1x768: batchnorm training needs more than 1 value per channel (N*L = 1"},
+      {"--shape 8x3136x64:nlc --norm layernorm", "the channels-last layout applies to batchnorm only, not layernorm"},
+      {"--norm layernorm --impl onednn --dtype f64", "no implementation supports the chosen norms and dtypes"},
   };
   for (const auto& [args, needle] : cases) {
     SCOPED_TRACE(args);
