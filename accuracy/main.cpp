@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -70,8 +71,19 @@ int run(int argc, char** argv) {
   app.add_option("--shape", o.shapes, "Shapes RxC, NxCxS or NxSxC:nlc (channels last, BatchNorm only) (repeatable; default 16x7, 8x768, "
                  "4x4096, 1x65537, 2x64x100, 2x100x64:nlc)");
   app.add_option("--eps", o.eps, "eps (default 1e-5 for LayerNorm, 1e-6 for RMSNorm)")->expected(1);
-  app.add_option("--seed", o.seed, "Seed of the generated inputs")->capture_default_str();
-  app.add_option("--threads", o.threads, "Threads for threaded implementations (default: all cores)");
+  app.add_option("--seed", o.seed, "Seed of the generated inputs")
+      ->check(CLI::Validator(  // CLI11 had let -1 wrap to 2^64 - 1 unannounced
+          [](std::string& v) -> std::string {
+            std::uint64_t seed = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seed);
+            return ec == std::errc{} && end == v.data() + v.size()
+                       ? std::string{}
+                       : fmt::format("'{}' is not a whole number in [0, 2^64 - 1]", v);
+          },
+          "UINT64"))
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "Threads for threaded implementations (default: all cores)")
+      ->check(CLI::Range(1, kMaxThreads));
   app.add_option("--input", o.input, "A .npy tensor (C order; float32/float64/float16, or uint16 with --input-dtype bf16), "
                                      "normalized over its last axis instead of the generated distributions");
   app.add_option("--input-dtype", o.input_dtype, "Set to bf16 when --input holds bfloat16 bits as uint16");
@@ -113,7 +125,6 @@ int run(int argc, char** argv) {
       for (const Implementation& impl : registry()) impls.push_back(&impl);
     if (!o.eps.empty() && (!(o.eps[0] >= 0) || !std::isfinite(o.eps[0])))
       throw Error(fmt::format("--eps must be a finite number >= 0 (got {})", o.eps[0]));
-    if (threads > kMaxThreads) throw Error(fmt::format("--threads must be in [1, {}]", kMaxThreads));
     if (!o.input_dtype.empty() && o.input_dtype != "bf16")
       throw Error(fmt::format("--input-dtype: only bf16 is meaningful (got '{}')", o.input_dtype));
     if (!o.input.empty()) {

@@ -250,5 +250,27 @@ TEST(AccuracyCli, ReportHasTheDocumentedColumnsAndUserTensorsWork) {
   EXPECT_FALSE(fs::exists(report));
 }
 
+// Thread counts and seeds out of range exit 2 with the reason, before any case runs: --threads 0
+// and -5 had run on every core, and --seed -1 had become 2^64 - 1, all with exit 0.
+TEST(AccuracyCli, ThreadsAndSeedsOutOfRangeExitTwoWithTheReason) {
+  const fs::path report = fs::temp_directory_path() / fmt::format("nb-{}-acc-bad.csv", getpid());
+  const std::pair<std::string, std::string> cases[] = {
+      {"--threads 0", "--threads: Value 0 not in range 1 to 1024"},
+      {"--threads -5", "--threads: Value -5 not in range 1 to 1024"},
+      {"--threads 1025", "--threads: Value 1025 not in range 1 to 1024"},
+      {"--seed -1", "--seed: '-1' is not a whole number in [0, 2^64 - 1]"},
+      {"--seed 18446744073709551616", "'18446744073709551616' is not a whole number"},
+      {"--seed 7x", "'7x' is not a whole number"},
+  };
+  for (const auto& [args, needle] : cases) {
+    SCOPED_TRACE(args);
+    const CommandResult r = run_command(fmt::format("{} --impl highway --dist normal --shape 4x64 {} --report {} 2>&1 "
+                                                    ">/dev/null", NORMBENCH_ACCURACY_BIN, args, report.string()));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(report));
+  }
+}
+
 }  // namespace
 }  // namespace normbench::testing
