@@ -7,7 +7,7 @@
 # Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick --benchmark_min_time=0.02")
 # normbench arguments for every run; AB_COMPARE_ARGS extra normbench-compare arguments (e.g. --format
 # markdown); AB_CPUS a CPU list (taskset -c syntax) every run of both sides is pinned to (not the builds).
-# Exit code: normbench-compare's (0 no regression, 1 regression, 2 error).
+# Exit code: normbench-compare's (0 no regression, 1 regression, 2 error or nothing compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

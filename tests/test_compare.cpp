@@ -91,6 +91,13 @@ TEST(Compare, A25PercentSlowdownOnOneCaseIsARegressionNamed) {
   EXPECT_NE(csv.output.find("case,baseline,current,change,p_value,verdict"), std::string::npos) << csv.output;
   const CommandResult filtered = run_command(fmt::format("{} {} {} --filter impl1", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
   EXPECT_EQ(filtered.exit_code, 0) << filtered.output;
+  // A filter that matches nothing compares nothing: exit 2, not a vacuous pass.
+  const CommandResult none = run_command(fmt::format("{} {} {} --filter impl9", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("nothing compared: no case matching --filter 'impl9' is in both reports (0 only in "
+                             "baseline, 0 only in current)"),
+            std::string::npos)
+      << none.output;
   fs::remove(a);
   fs::remove(b);
 }
@@ -171,6 +178,22 @@ void rewrite(const fs::path& from, const fs::path& to, const std::string& select
     for (std::size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << fields[i];
     out << "\n";
   }
+}
+
+// Reports with no case in common (a huge-page run against a 4 KiB-page one) compare nothing:
+// exit 2, not a vacuous pass, with every case listed as only in one of them.
+TEST(Compare, ReportsWithNoCaseInCommonExitTwo) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 3, 10, [](int, int) { return 1.0; });
+  write_bench(b, 3, 10, [](int, int) { return 1.0; }, "hostA", true);
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("nothing compared: no case is in both reports (3 only in baseline, 3 only in current)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("only in current:  layernorm/impl0/f32/1x64/threads:1"), std::string::npos) << r.output;
+  fs::remove(a);
+  fs::remove(b);
 }
 
 TEST(Compare, AccuracyReportWithDoubledUlpErrorIsARegression) {

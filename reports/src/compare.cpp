@@ -217,7 +217,7 @@ int run(int argc, char** argv) {
   std::string baseline_arg, current_arg, filter, format = "text";
   double threshold = 5, alpha = 0.05;
   CLI::App app{"normbench-compare: compare two normbench reports (benchmark or accuracy) and flag regressions.\n"
-               "Exit code: 0 no regression, 1 regression found, 2 usage or input error."};
+               "Exit code: 0 no regression, 1 regression found, 2 usage or input error, or no case in both reports."};
   app.add_option("baseline", baseline_arg, "Baseline CSV (a comma list pools the repetitions of several runs)")->required();
   app.add_option("current", current_arg, "Current CSV (a comma list pools the repetitions of several runs)")->required();
   app.add_option("--threshold", threshold, "Change (percent) beyond which a difference counts")->capture_default_str();
@@ -234,8 +234,8 @@ int run(int argc, char** argv) {
     std::cerr << "normbench-compare: " << e.what() << " (try --help)\n";
     return 2;
   }
-  if (!(threshold >= 0) || !(alpha > 0 && alpha < 1)) {
-    std::cerr << "normbench-compare: --threshold must be >= 0 and --alpha in (0, 1)\n";
+  if (!(threshold >= 0) || !std::isfinite(threshold) || !(alpha > 0 && alpha < 1)) {
+    std::cerr << "normbench-compare: --threshold must be finite and >= 0 and --alpha in (0, 1)\n";
     return 2;
   }
   Report base, cur;
@@ -376,6 +376,12 @@ int run(int argc, char** argv) {
     for (const auto& k : only_cur) std::cout << "only in current:  " << k << "\n";
     std::cout << fmt::format("\n{} regression(s) in {} compared cases (threshold {}%, alpha {})\n", regressions,
                              lines.size(), threshold, alpha);
+  }
+  if (lines.empty()) {  // a CI step comparing nothing (a --filter typo, the wrong file) must not pass
+    std::cerr << fmt::format("normbench-compare: nothing compared: no case{} is in both reports ({} only in baseline, "
+                             "{} only in current)\n",
+                             re ? fmt::format(" matching --filter '{}'", filter) : "", only_base.size(), only_cur.size());
+    return 2;
   }
   if (regressions > 0 && format != "text") {
     for (const Line& l : lines)
