@@ -141,8 +141,11 @@ int run(int argc, char** argv) {
   app.add_flag("--empty", o.empty, "Threads do no work: the bare start and join");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // one line and exit 2, as for every other bad input
+    std::cerr << "normbench-team-times: " << e.what() << " (try --help)\n";
+    return 2;
   }
   try {
     const cli::Shape shape = cli::parse_shape(o.shape);

@@ -107,6 +107,8 @@ TEST(TeamTimesCli, BadInputExitsTwoWithTheReason) {
       {"--shape 0x8", "shape"},
       {"--norm batchnorm", "--norm: 'batchnorm'"},
       {"--calls 0", "--calls: 0"},
+      {"--calls 99999999999", "--calls"},  // beyond an int: CLI11's own error, once exit 104
+      {"--nonsense", "--nonsense"},
   };
   for (const auto& [args, reason] : cases) {
     SCOPED_TRACE(args);
