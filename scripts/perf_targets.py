@@ -35,8 +35,18 @@ def load(paths):
     rows = {}
     pages = set()  # huge_pages values (schema 5; older reports ran on the system's pages: "0")
     for p in paths:
-        with open(p, newline="") as f:
-            for r in csv.DictReader(f):
+        try:
+            f = open(p, newline="")
+        except OSError as e:
+            sys.exit(f"perf_targets.py: cannot read {p}: {e.strerror}")
+        with f:
+            reader = csv.DictReader(f)
+            missing = {"name", "norm", "implementation", "dtype", "rows", "cols", "threads",
+                       "time_median_ns"} - set(reader.fieldnames or [])
+            if missing:
+                sys.exit(f"perf_targets.py: {p} is not a normbench benchmark report "
+                         f"(missing columns: {', '.join(sorted(missing))})")
+            for r in reader:
                 pages.add(r.get("huge_pages") or "0")
                 # The targets are about the standard forms (older reports have no variant column).
                 if not r.get("error") and r.get("variant", "standard") in ("standard", ""):
