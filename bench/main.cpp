@@ -738,6 +738,12 @@ int run(int argc, char** argv) {
   }
   const auto expected = static_cast<std::size_t>(
       std::count_if(cases.begin(), cases.end(), [&](const Case& c) { return selection->selects(c.name); }));
+  if (expected == 0) {  // a mistyped filter must not pass as a run that measured nothing
+    std::cerr << fmt::format("normbench: --benchmark_filter '{}' matches none of the {} selected cases (names look "
+                             "like layernorm/highway/f32/64x768/threads:1; see --help)\n",
+                             filter, cases.size());
+    return 2;
+  }
   std::unique_ptr<benchmark::BenchmarkReporter> file_reporter;
   std::ofstream out_file;
   if (!out_path.empty()) {

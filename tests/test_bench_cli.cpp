@@ -148,6 +148,7 @@ TEST(BenchCli, BadInputExitsTwoBeforeAnyBenchmarkRuns) {
       {"--threads 1025", "'1025' is not a thread count in [1, 1024]"},
       {"--nonsense", "nonsense"},
       {"'--benchmark_filter=layernorm/(high'", "--benchmark_filter is not a valid regular expression"},
+      {"--shape 1x768 --benchmark_filter=zzz", "--benchmark_filter 'zzz' matches none of the"},
       {"--benchmark_out=/tmp/normbench-never.json --benchmark_out_format=xml", "not one of json, console"},
       {"--benchmark_out=/proc/normbench/forbidden.json", "cannot write /proc/normbench/forbidden.json"},
       // Google Benchmark aborted on a negative count (std::length_error) and ran nothing on 0.
