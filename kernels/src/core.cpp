@@ -102,7 +102,8 @@ std::vector<Implementation>& mutable_registry() {
          .honours_store_policy = true, .supports_variants = true,
          .target = detail::highway_target, .kernel = detail::highway_f64_forward},
         {.name = "threaded", .family = "threaded",
-         .description = "rows split over OpenMP threads, each running the highway kernel",
+         .description = "rows (or a long row's chunks) split over normbench's worker team, each part running the "
+                        "highway kernel; bitwise equal to highway",
          .norms = norms, .dtypes = dtypes, .accumulator = acc,
          .variance_algorithm = VarianceAlgorithm::kTwoPass, .uses_threads = true, .highway_dispatch = true,
          .honours_store_policy = true, .supports_variants = true, .target = detail::highway_target,
