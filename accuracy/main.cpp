@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -74,11 +73,8 @@ int run(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed of the generated inputs")
       ->check(CLI::Validator(  // CLI11 had let -1 wrap to 2^64 - 1 unannounced
           [](std::string& v) -> std::string {
-            std::uint64_t seed = 0;
-            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seed);
-            return ec == std::errc{} && end == v.data() + v.size()
-                       ? std::string{}
-                       : fmt::format("'{}' is not a whole number in [0, 2^64 - 1]", v);
+            return cli::parse_number<std::uint64_t>(v) ? std::string{}
+                                                       : fmt::format("'{}' is not a whole number in [0, 2^64 - 1]", v);
           },
           "UINT64"))
       ->capture_default_str();

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -460,17 +459,15 @@ std::optional<std::string> bad_benchmark_flag(std::string_view a) {
   constexpr std::string_view kReps = "--benchmark_repetitions=", kMinTime = "--benchmark_min_time=";
   if (a.rfind(kReps, 0) == 0) {
     const std::string_view v = a.substr(kReps.size());
-    int n = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc{} || end != v.data() + v.size() || n < 1)
+    const std::optional<int> n = cli::parse_number<int>(v);
+    if (!n || *n < 1)
       return fmt::format("--benchmark_repetitions: '{}' is not a repetition count of at least 1 (default 5; the "
                          "medians want 5 or more)", v);
   }
   if (a.rfind(kMinTime, 0) == 0) {
     const std::string_view v = a.substr(kMinTime.size());
-    double seconds = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-    if (ec != std::errc{} || end != v.data() + v.size() || !(seconds > 0) || !std::isfinite(seconds))
+    const std::optional<double> seconds = cli::parse_number<double>(v);
+    if (!seconds || !(*seconds > 0) || !std::isfinite(*seconds))
       return fmt::format("--benchmark_min_time: '{}' is not a positive number of seconds (default 0.1)", v);
   }
   return std::nullopt;

@@ -99,13 +99,11 @@ std::vector<int> parse_thread_counts(const std::vector<std::string>& items, int 
   for (const std::string& t : split_list(items)) {
     // "1, 2" as one argument: the spaces around a number are not part of it.
     const std::size_t first = t.find_first_not_of(' '), last = t.find_last_not_of(' ');
-    const char* begin = t.data() + (first == std::string::npos ? t.size() : first);
-    const char* stop = t.data() + (last == std::string::npos ? t.size() : last + 1);
-    int v = 0;
-    const auto [end, ec] = std::from_chars(begin, stop, v);
-    if (begin == stop || ec != std::errc() || end != stop || v < 1 || v > most)
+    const std::optional<int> v =
+        first == std::string::npos ? std::nullopt : parse_number<int>(std::string_view(t).substr(first, last + 1 - first));
+    if (!v || *v < 1 || *v > most)
       throw Error(fmt::format("--threads: '{}' is not a thread count in [1, {}]", t, most));
-    threads.push_back(v);
+    threads.push_back(*v);
   }
   return threads;
 }

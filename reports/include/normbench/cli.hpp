@@ -1,7 +1,9 @@
 // Command-line helpers shared by the normbench binaries.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +41,16 @@ Problem make_problem(Norm n, DType t, const Shape& s, double eps);
 
 // Splits every item at commas ("a,b" "c" -> a b c), dropping empty parts.
 std::vector<std::string> split_list(const std::vector<std::string>& items);
+
+// The number that is the whole of text (no spaces, nothing after it; no sign for unsigned T), or
+// nothing where text is not one or lies outside T's range.
+template <class T>
+std::optional<T> parse_number(std::string_view text) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 
 // The thread counts of --threads items (comma lists), in order; throws Error naming the first
 // that is not an integer in [1, most].
