@@ -11,7 +11,8 @@ nothing is timed here. Working-set classes use the report's own `working_set_byt
 "DRAM" is >= 64 MiB, "L2" is <= 512 KiB, "L2-resident for 2 threads" is <= the two cores' L2.
 Three rows also print what bounds them in the same run: the 2-thread speedups the bound that the
 ceiling's own parallel cost puts on each shape, highway-f64 its compute speed in cache against
-the DRAM ceilings, and the decode row (one row, where `threaded` makes highway's own call) an
+the DRAM ceilings (and, where its lowest shape has rows longer than one statistics chunk, the
+speed of that row length in cache against that shape's ceiling), and the decode row (one row, where `threaded` makes highway's own call) an
 A/A control, `threaded` at 1 thread over `highway`: the same call timed under two names, whose
 ratio's distance from 1 is the run's own noise. Reports with row-phased ceilings (normbench from
 commit 0080009) add, to each fraction row, the best kernel's share of its norm's row-phased
@@ -140,6 +141,26 @@ def main(paths):
         row(what, f"{lo[1][0]:.2f} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}{extra}",
             f">= {target:.2f}", lo[1][0] >= target)
 
+    def same_row_length_bound(impl_rows, lowest):
+        """The lowest DRAM shape's own compute limit: the fastest cache-resident (<= 2 MiB) run of its
+        row length, in elements/s, over that shape's ceiling in f32 elements/s. Only rows of more than
+        one statistics chunk (32768 values): those take one code path whatever the row count (one
+        row at a time, chunked statistics), so one cached row measures what each DRAM row computes.
+        Shorter rows take paths that depend on the row count (pairs, widened parameters)."""
+        r_lo, c_lo = lowest.split("x")
+        if int(c_lo) <= 32768:
+            return ""
+        cached = [r for r in impl_rows if r["cols"] == c_lo and fnum(r["working_set_bytes"]) <= 2 * 2**20]
+        dram_row = [r for r in impl_rows if r["rows"] == r_lo and r["cols"] == c_lo]
+        if not cached or not dram_row:
+            return ""
+        fastest = max(cached, key=lambda r: fnum(r.get("gelems_per_s_median")))
+        rate, ceiling = fnum(fastest.get("gelems_per_s_median")), fnum(dram_row[0]["ceiling_gbps"]) / 8
+        kernel = fnum(dram_row[0].get("gelems_per_s_median"))
+        return (f"; at {lowest} its row length computes at most {rate:.2f} G elements/s in cache ({shape(fastest)}), "
+                f"{rate / ceiling:.2f} of {lowest}'s ceiling ({ceiling:.2f}); the kernel there {kernel:.2f}, "
+                f"{kernel / rate:.2f} of that")
+
     dram = lambda ws: ws >= 64 * 2**20
     l2 = lambda ws: ws <= 512 * 2**10
     fast = ("highway", "threaded")
@@ -163,7 +184,10 @@ def main(paths):
         if cached and ceilings:
             extra = (f"; compute in cache at most {max(cached):.2f} G elements/s, DRAM ceilings "
                      f"{min(ceilings):.2f}-{max(ceilings):.2f} G elements/s")
-        frac_row(f"highway-f64 {norm}, DRAM, 1 thread", best_frac(norm, "f32", 1, dram, ("highway-f64",)), 0.85, extra)
+        by_shape = best_frac(norm, "f32", 1, dram, ("highway-f64",))
+        if by_shape:
+            extra += same_row_length_bound(f64_rows, min(by_shape, key=lambda s: by_shape[s][0]))
+        frac_row(f"highway-f64 {norm}, DRAM, 1 thread", by_shape, 0.85, extra)
 
     # 2 threads vs 1 thread, L2-resident for both cores, >= 64 rows. The bound beside it: the
     # same shape's ordinary-store ceiling splits its copy over threads as `threaded` splits rows,
