@@ -2,11 +2,14 @@
 """Checks normbench benchmark reports against the performance targets and prints a Markdown table.
 
 Usage: /usr/bin/python3 scripts/perf_targets.py REPORT.csv [REPORT.csv ...]
+       /usr/bin/python3 scripts/perf_targets.py --per-run REPORT.csv [REPORT.csv ...]
 
 Reads reports (any schema version) from one machine, pools their rows (later files win on the
 same case; runs with and without --huge-pages cannot be pooled), and prints one row per target:
 what was measured (f32 unless stated, medians over the report's repetitions), the target, and
-whether it is met. Every number comes from a report;
+whether it is met. With --per-run each report is read alone and becomes one column: each
+target's lowest value and its shape (bold where the target is not met), and in how many of the
+runs it was met, to tell a target that one run misses from one that every run misses. Every number comes from a report;
 nothing is timed here. Working-set classes use the report's own `working_set_bytes`:
 "DRAM" is >= 64 MiB, "L2" is <= 512 KiB, "L2-resident for 2 threads" is <= the two cores' L2.
 Three rows also print what bounds them in the same run: the 2-thread speedups the bound that the
@@ -22,6 +25,8 @@ before writing it is not expected to beat that ratio.
 """
 import csv
 import math
+import os
+import re
 import sys
 
 
@@ -67,16 +72,22 @@ def geomean(v):
     return math.exp(sum(math.log(x) for x in v) / len(v)) if v else math.nan
 
 
+def near(v, goal):
+    """v with 2 decimals, or 3 where 2 would round a miss up to the goal (0.895 against 0.90)."""
+    return f"{v:.3f}" if v < goal <= round(v, 2) else f"{v:.2f}"
+
+
 def shape(r):
     return f"{r['rows']}x{r['cols']}"
 
 
-def main(paths):
-    rows = load(paths)
-    out = []  # (what, measured text, target text, met)
+def targets(rows):
+    """One (what, measured text, goal text, met, headline) per target the rows have data for; the
+    headline is the measured text's first number with its shape (the per-run table's cell)."""
+    out = []
 
-    def row(what, measured, target, met):
-        out.append((what, measured, target, "yes" if met else "**no**"))
+    def row(what, measured, target, met, headline):
+        out.append((what, measured, target, met, headline))
 
     # 1. best normbench LayerNorm vs oneDNN, 1 thread, transformer shapes.
     transformer = {(t, h) for t in (1, 128, 2048) for h in (768, 1024, 2048, 4096, 5120, 8192, 16384)}
@@ -104,8 +115,9 @@ def main(paths):
             bound = (f"; the row-phased ceiling itself {phased_over_onednn.get(worst[1], math.nan):.2f}x oneDNN at "
                      f"{worst[1]}, at least {phased_over_onednn[low]:.2f}x ({low})")
         row(f"best LayerNorm / oneDNN, 1 thread, {len(ratios)} transformer shapes",
-            f"min {worst[0]:.2f}x ({worst[1]}), geomean {geomean(ratios):.2f}x{bound}", ">= 1.3x, geomean >= 1.5x",
-            worst[0] >= 1.3 and geomean(ratios) >= 1.5)
+            f"min {near(worst[0], 1.3)}x ({worst[1]}), geomean {near(geomean(ratios), 1.5)}x{bound}",
+            ">= 1.3x, geomean >= 1.5x", worst[0] >= 1.3 and geomean(ratios) >= 1.5,
+            f"min {near(worst[0], 1.3)}x ({worst[1]}), geomean {near(geomean(ratios), 1.5)}x")
 
     def best_frac(norm, dtype, threads, pred, impls):
         """min and max over qualifying shapes of the best implementation's frac_of_ceiling."""
@@ -138,8 +150,8 @@ def main(paths):
             nt_text += (f"; of the row-phased ceiling >= {of_phased[worst]:.2f} ({worst}), which itself reads "
                         f"{min(v[3] for v in phased.values()):.2f}-{max(v[3] for v in phased.values()):.2f} "
                         f"of the ceiling ({lo[0]}: {by_shape[lo[0]][3]:.2f})")
-        row(what, f"{lo[1][0]:.2f} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}{extra}",
-            f">= {target:.2f}", lo[1][0] >= target)
+        row(what, f"{near(lo[1][0], target)} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}{extra}",
+            f">= {target:.2f}", lo[1][0] >= target, f"{near(lo[1][0], target)} ({lo[0]})")
 
     def same_row_length_bound(impl_rows, lowest):
         """The lowest DRAM shape's own compute limit: the fastest cache-resident (<= 2 MiB) run of its
@@ -212,13 +224,13 @@ def main(paths):
     if speedups:
         lo, hi = min(speedups), max(speedups)
         bounds = [s[2] for s in speedups if not math.isnan(s[2])]
-        text = f"{lo[0]:.2f}x ({lo[1]}) to {hi[0]:.2f}x ({hi[1]})"
+        text = f"{near(lo[0], 1.8)}x ({lo[1]}) to {hi[0]:.2f}x ({hi[1]})"
         if bounds:
             below = sum(b < 1.8 for b in bounds)
             text += (f"; the ceiling's own parallel cost bounds them at {min(bounds):.2f}x to {max(bounds):.2f}x "
                      f"({below} of {len(bounds)} bounds below 1.8x); {lo[1]}'s bound {lo[2]:.2f}x")
         row(f"threaded 2 threads / best 1 thread, L2-resident, >= 64 rows ({len(speedups)} cases)", text, ">= 1.8x",
-            lo[0] >= 1.8)
+            lo[0] >= 1.8, f"{near(lo[0], 1.8)}x ({lo[1]})")
 
     # threaded at 2 threads on fewer rows than threads, vs highway. For one row short of two
     # statistics chunks per thread `threaded` makes highway's own call, so beside it the same run's
@@ -238,33 +250,88 @@ def main(paths):
         decode.append(ratio)
     if decode:
         lo = min(decode)
-        text = f"min {lo[0]:.2f}x ({lo[1]})"
+        text = headline = f"min {near(lo[0], 0.95)}x ({lo[1]})"
         if control:
+            headline += f", A/A control {min(control)[0]:.2f}x"
             c = min(control)
             below = sum(v < 0.95 for v, _ in control)
             text += (f"; A/A control, `threaded` at 1 thread (the same call) over `highway`: min {c[0]:.2f}x ({c[1]}), "
                      f"{below} of {len(control)} below 0.95x")
-        row(f"threaded (2 threads) / highway, rows < threads ({len(decode)} cases)", text, ">= 0.95x", lo[0] >= 0.95)
+        row(f"threaded (2 threads) / highway, rows < threads ({len(decode)} cases)", text, ">= 0.95x", lo[0] >= 0.95,
+            headline)
 
     # One huge row split across threads.
     for r in pick(rows, implementation="threaded", dtype="f32", threads=2, rows=1, cols=33554432):
-        row(f"{r['norm']} 1x33554432, threaded 2 threads", f"{fnum(r['frac_of_ceiling']):.2f} of the 2-thread ceiling "
+        row(f"{r['norm']} 1x33554432, threaded 2 threads", f"{near(fnum(r['frac_of_ceiling']), 0.9)} of the 2-thread ceiling "
             f"({fnum(r['gbps_median']):.1f} GB/s; non-temporal ceiling {fnum(r['frac_of_nt_ceiling']):.2f})",
-            ">= 0.90", fnum(r["frac_of_ceiling"]) >= 0.90)
+            ">= 0.90", fnum(r["frac_of_ceiling"]) >= 0.90, near(fnum(r["frac_of_ceiling"]), 0.9))
+    return out
 
-    r0 = rows[0]
+
+def pages_line(r0):
     if r0.get("huge_pages") == "1":
-        print("Buffers: transparent huge pages (--huge-pages).\n")
-    elif r0.get("thp_policy"):
-        print(f"Buffers: the system's pages (transparent huge pages: {r0['thp_policy']}).\n")
+        return "Buffers: transparent huge pages (--huge-pages).\n"
+    if r0.get("thp_policy"):
+        return f"Buffers: the system's pages (transparent huge pages: {r0['thp_policy']}).\n"
+    return ""
+
+
+def print_pooled(paths):
+    rows = load(paths)
+    line = pages_line(rows[0])
+    if line:
+        print(line)
     print("| target | measured | goal | met |")
     print("|---|---|---|---|")
-    for what, measured, target, met in out:
-        print(f"| {what} | {measured} | {target} | {met} |")
+    for what, measured, target, met, _ in targets(rows):
+        print(f"| {what} | {measured} | {target} | {'yes' if met else '**no**'} |")
+
+
+def target_key(what):
+    """A target's name without the counts of one run (shapes, cases), to line runs up."""
+    return re.sub(r"\d+ transformer shapes|\(\d+ cases\)", "", what).strip()
+
+
+def print_per_run(paths):
+    """One column per report: each target's lowest value (bold where unmet) and in how many runs it
+    was met. The runs are not pooled: each report is read alone."""
+    runs = []  # (label, {key: target tuple})
+    pages = set()
+    names = [os.path.basename(p).removesuffix(".csv") for p in paths]
+    common = os.path.commonprefix(names) if len(names) > 1 else ""
+    for p, name in zip(paths, names):
+        rows = load([p])
+        pages.add(pages_line(rows[0]))
+        commits = sorted({r["git_commit"][:7] + ("-dirty" if r["git_commit"].endswith("-dirty") else "")
+                          for r in rows if r.get("git_commit")})
+        label = (name[len(common):] or name) + (f" (`{', '.join(commits)}`)" if commits else "")
+        runs.append((label, {target_key(t[0]): t for t in targets(rows)}))
+    if len(pages) > 1:
+        sys.exit("perf_targets.py: the reports mix runs with and without --huge-pages; pass one kind")
+    if pages - {""}:
+        print(pages.pop())
+    keys = []
+    for _, table in runs:
+        keys += [k for k in table if k not in keys]
+    print("| target | goal | " + " | ".join(label for label, _ in runs) + " | met in |")
+    print("|---|---|" + "---|" * len(runs) + "---|")
+    for k in keys:
+        have = [table[k] for _, table in runs if k in table]
+        cells = [(table[k][4] if table[k][3] else f"**{table[k][4]}**") if k in table else "-" for _, table in runs]
+        met = sum(t[3] for t in have)
+        print(f"| {have[0][0]} | {have[0][2]} | " + " | ".join(cells) + f" | {met} of {len(have)} |")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    args = sys.argv[1:]
+    if not args or args[0] in ("-h", "--help"):
         print(__doc__)
-        sys.exit(0 if len(sys.argv) >= 2 else 2)
-    main(sys.argv[1:])
+        sys.exit(0 if args else 2)
+    per_run = "--per-run" in args
+    paths = [a for a in args if a != "--per-run"]
+    unknown = [a for a in paths if a.startswith("--")]
+    if unknown:
+        sys.exit(f"perf_targets.py: unknown option {unknown[0]} (see --help)")
+    if not paths:
+        sys.exit("perf_targets.py: --per-run needs at least one report")
+    (print_per_run if per_run else print_pooled)(paths)
