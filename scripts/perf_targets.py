@@ -41,7 +41,7 @@ def fnum(v):
 
 def load(paths):
     rows = {}
-    pages = set()  # huge_pages values (schema 5; older reports ran on the system's pages: "0")
+    pages = set()  # page_kind of every row
     for p in paths:
         try:
             f = open(p, newline="")
@@ -55,15 +55,25 @@ def load(paths):
                 sys.exit(f"perf_targets.py: {p} is not a normbench benchmark report "
                          f"(missing columns: {', '.join(sorted(missing))})")
             for r in reader:
-                pages.add(r.get("huge_pages") or "0")
+                pages.add(page_kind(r))
                 # The targets are about the standard forms (older reports have no variant column).
                 if not r.get("error") and r.get("variant", "standard") in ("standard", ""):
                     rows[r["name"]] = r
     if not rows:
         sys.exit("perf_targets.py: no usable rows")
-    if len(pages) > 1:
-        sys.exit("perf_targets.py: the reports mix runs with and without --huge-pages; pass one kind")
+    refuse_mixed_pages(pages)
     return list(rows.values())
+
+
+def page_kind(r):
+    """A row's huge_pages value (schema 5; older reports ran on the system's pages: "0")."""
+    return r.get("huge_pages") or "0"
+
+
+def refuse_mixed_pages(kinds):
+    """Runs on huge pages and on the system's pages are two measurements, never one table."""
+    if len(kinds) > 1:
+        sys.exit("perf_targets.py: the reports mix runs with and without --huge-pages; pass one kind")
 
 
 def pick(table, **kw):
@@ -298,20 +308,22 @@ def print_per_run(paths):
     """One column per report: each target's lowest value (bold where unmet) and in how many runs it
     was met. The runs are not pooled: each report is read alone."""
     runs = []  # (label, {key: target tuple})
-    pages = set()
+    pages = set()  # page_kind of each report (load has checked that a report's rows share one)
+    first = None
     names = [os.path.basename(p).removesuffix(".csv") for p in paths]
     common = os.path.commonprefix(names) if len(names) > 1 else ""
     for p, name in zip(paths, names):
         rows = load([p])
-        pages.add(pages_line(rows[0]))
+        pages.add(page_kind(rows[0]))
+        first = first or rows[0]
         commits = sorted({r["git_commit"][:7] + ("-dirty" if r["git_commit"].endswith("-dirty") else "")
                           for r in rows if r.get("git_commit")})
         label = (name[len(common):] or name) + (f" (`{', '.join(commits)}`)" if commits else "")
         runs.append((label, {target_key(t[0]): t for t in targets(rows)}))
-    if len(pages) > 1:
-        sys.exit("perf_targets.py: the reports mix runs with and without --huge-pages; pass one kind")
-    if pages - {""}:
-        print(pages.pop())
+    refuse_mixed_pages(pages)
+    line = pages_line(first)
+    if line:
+        print(line)
     keys = []
     for _, table in runs:
         keys += [k for k in table if k not in keys]
