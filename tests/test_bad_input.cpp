@@ -2,6 +2,7 @@
 // in its row; constant rows give beta.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -97,6 +98,46 @@ TEST_P(BadInput, MisalignedAndOverlappingBuffers) {
     ADD_FAILURE() << "partial overlap accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("overlaps"), std::string::npos) << e.what();
+  }
+}
+
+// Every offset that is not a multiple of the element size, for every buffer and dtype: the check
+// is a mask (element sizes are powers of two), which a wrong mask would pass at some offsets
+// (x + 1 byte alone passes `& align`, f64's x + 4 bytes passes `& 3`).
+TEST_P(BadInput, EveryMisalignmentOfEveryBufferIsRejected) {
+  const Implementation& impl = *GetParam();
+  const auto n = std::find_if(impl.norms.begin(), impl.norms.end(),
+                              [](Norm m) { return m == Norm::kLayerNorm || m == Norm::kRMSNorm; });
+  if (n == impl.norms.end()) GTEST_SKIP() << impl.name << " has no row norm";
+  alignas(64) static unsigned char x[256], gamma[128], beta[128];
+  for (DType t : impl.dtypes) {
+    const Problem p{*n, t, 2, 8, 1e-5};
+    const std::size_t element = dtype_size(t), param = dtype_size(param_dtype(t));
+    const auto base = [&] {
+      Buffers bb{x, y_.data(), gamma, beta, nullptr, nullptr};
+      return bb;
+    };
+    EXPECT_NO_THROW(forward(impl, p, base())) << dtype_name(t);
+    std::fill(y_.begin(), y_.end(), kSentinel);
+    for (std::size_t off = 1; off < std::max(element, param); ++off) {
+      SCOPED_TRACE(fmt::format("{} {} offset {}", norm_name(*n), dtype_name(t), off));
+      if (off < element) {
+        Buffers bx = base();
+        bx.x = x + off;
+        expect_rejected(p, bx, "x is not aligned");
+        Buffers by = base();
+        by.y = reinterpret_cast<unsigned char*>(y_.data()) + off;
+        expect_rejected(p, by, "y is not aligned");
+      }
+      if (off < param) {
+        Buffers bg = base();
+        bg.gamma = gamma + off;
+        expect_rejected(p, bg, "gamma is not aligned");
+        Buffers bb = base();
+        bb.beta = beta + off;
+        expect_rejected(p, bb, "beta is not aligned");
+      }
+    }
   }
 }
 
