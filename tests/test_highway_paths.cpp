@@ -77,14 +77,31 @@ TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMoreInRowsOfAL
   const Implementation& hw = find_implementation("highway");
   const std::int64_t llc = last_level_cache_bytes();
   ASSERT_GT(llc, 0);
-  const std::int64_t cols = 1024, row_bytes = cols * 4;
-  const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;
-  EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF32, rows_at_half, cols, 1e-5}));
-  EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF32, rows_at_half / 4, cols, 1e-5}));
-  // Rows shorter than a cache line (48 bytes here) stay cached however large the output.
-  const std::int64_t short_rows = 4 * llc / 48;
-  EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF16, short_rows, 24, 1e-5}));
-  EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kLayerNorm, DType::kF16, short_rows / 2, 48, 1e-5}));
+  // Rows of 128 KiB stream on every vendor; this machine's answer is the rule's.
+  for (std::int64_t cols : {1024, 32768}) {
+    const std::int64_t row_bytes = cols * 4;
+    const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;
+    for (std::int64_t rows : {rows_at_half, rows_at_half / 4}) {
+      const Problem p{Norm::kLayerNorm, DType::kF32, rows, cols, 1e-5};
+      EXPECT_EQ(uses_streaming_stores(hw, p), auto_streaming_stores(p, llc, intel_cpu())) << rows << "x" << cols;
+    }
+  }
+  for (bool intel : {false, true}) {
+    SCOPED_TRACE(intel ? "Intel" : "not Intel");
+    const std::int64_t cols = 32768, row_bytes = cols * 4;
+    const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;
+    EXPECT_TRUE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF32, rows_at_half, cols, 1e-5}, llc, intel));
+    EXPECT_FALSE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF32, rows_at_half / 4, cols, 1e-5}, llc, intel));
+    // Rows shorter than a cache line (48 bytes here) stay cached however large the output.
+    const std::int64_t short_rows = 4 * llc / 48;
+    EXPECT_FALSE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF16, short_rows, 24, 1e-5}, llc, intel));
+    // Rows of 96 bytes stream, but on Intel LayerNorm and RMSNorm rows of up to 64 KiB stay cached.
+    for (Norm n : {Norm::kLayerNorm, Norm::kRMSNorm}) {
+      EXPECT_EQ(auto_streaming_stores(Problem{n, DType::kF16, short_rows / 2, 48, 1e-5}, llc, intel), !intel);
+      EXPECT_EQ(auto_streaming_stores(Problem{n, DType::kF32, 2 * llc / 65536, 16384, 1e-5}, llc, intel), !intel);
+      EXPECT_TRUE(auto_streaming_stores(Problem{n, DType::kF32, 2 * llc / 65540, 16385, 1e-5}, llc, intel));
+    }
+  }
 }
 
 // The store policy's cache size: never above what glibc reports, and on an AMD CPU whose VM hides

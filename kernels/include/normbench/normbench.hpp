@@ -193,6 +193,13 @@ struct RunConfig {
 // and of its last level (32 MiB if nothing answers).
 std::int64_t data_cache_bytes(int level);
 std::int64_t last_level_cache_bytes();
+// Whether CPU 0's vendor is Intel (CPUID "GenuineIntel"); the store rule below depends on it.
+bool intel_cpu();
+// StorePolicy::kAuto's choice for p on a CPU with llc_bytes of last-level cache (intel: an Intel
+// CPU): non-temporal stores when y alone is at least half the last-level cache and rows span a
+// cache line or more, except, on Intel, LayerNorm and RMSNorm rows of up to 64 KiB (see
+// kernels/src/cache_info.cpp). uses_streaming_stores() gives this machine's answer.
+bool auto_streaming_stores(const Problem& p, std::int64_t llc_bytes, bool intel);
 
 inline constexpr int kMaxThreads = 1024;
 
