@@ -77,7 +77,7 @@ TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMoreInRowsOfAL
   const Implementation& hw = find_implementation("highway");
   const std::int64_t llc = last_level_cache_bytes();
   ASSERT_GT(llc, 0);
-  // Rows of 128 KiB stream on every vendor; this machine's answer is the rule's.
+  // This machine's answer is the rule's for its vendor.
   for (std::int64_t cols : {1024, 32768}) {
     const std::int64_t row_bytes = cols * 4;
     const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;

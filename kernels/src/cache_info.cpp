@@ -117,8 +117,8 @@ constexpr std::int64_t kCacheLineBytes = 64;  // x86 (and most ARM cores)
 // (statistics, then the apply step from L2), ran faster cached: `threaded`, `--stores cached`
 // against auto, 3 rounds in alternating processes, time as a share of the same run's ceiling,
 // median: f32 LayerNorm 1 thread 0.83-0.91 on rows of 16-64 KiB (3 of 3 rounds faster), bf16
-// RMSNorm 0.78-0.88, f32 RMSNorm 0.96-1.02, bf16 LayerNorm 0.95-1.04; 2 threads f32 LayerNorm
-// 0.86-1.02, bf16 RMSNorm 0.74-0.86. Longer rows, read from DRAM twice, stayed faster streaming
+// RMSNorm 0.78-0.88 on rows of 8-32 KiB, f32 RMSNorm 0.96-1.02, bf16 LayerNorm 0.87-1.04; 2
+// threads f32 LayerNorm 0.86-1.02, bf16 RMSNorm 0.74-1.04. Longer rows, read from DRAM twice, stayed faster streaming
 // (f32 128x65537 RMSNorm 1.07, 1x33554432 1.02-1.06). Zen 4 and Zen 5 stream as before (the
 // performance log, "Cached stores for rows of up to 64 KiB on Intel").
 constexpr std::int64_t kIntelCachedRowBytes = std::int64_t{64} << 10;
