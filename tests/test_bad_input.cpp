@@ -113,10 +113,7 @@ TEST_P(BadInput, EveryMisalignmentOfEveryBufferIsRejected) {
   for (DType t : impl.dtypes) {
     const Problem p{*n, t, 2, 8, 1e-5};
     const std::size_t element = dtype_size(t), param = dtype_size(param_dtype(t));
-    const auto base = [&] {
-      Buffers bb{x, y_.data(), gamma, beta, nullptr, nullptr};
-      return bb;
-    };
+    const auto base = [&] { return Buffers{x, y_.data(), gamma, beta, nullptr, nullptr}; };
     EXPECT_NO_THROW(forward(impl, p, base())) << dtype_name(t);
     std::fill(y_.begin(), y_.end(), kSentinel);
     for (std::size_t off = 1; off < std::max(element, param); ++off) {

@@ -107,9 +107,12 @@ bool intel_cpu() {
   return intel;
 }
 
-namespace detail {
+namespace {
 constexpr std::int64_t kCacheLineBytes = 64;  // x86 (and most ARM cores)
-}  // namespace detail
+
+// Bytes of one row of x (and of y).
+std::int64_t row_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(p.dtype)); }
+}  // namespace
 
 // On Intel, LayerNorm and RMSNorm rows of up to this many bytes keep cached stores in DRAM. On a
 // Cascade Lake VM (2 vCPUs, 1 MiB L2, 35.75 MiB L3) the stream-scale copy ran as fast with
@@ -118,18 +121,17 @@ constexpr std::int64_t kCacheLineBytes = 64;  // x86 (and most ARM cores)
 // against auto, 3 rounds in alternating processes, time as a share of the same run's ceiling,
 // median: f32 LayerNorm 1 thread 0.83-0.91 on rows of 16-64 KiB (3 of 3 rounds faster), bf16
 // RMSNorm 0.78-0.88 on rows of 8-32 KiB, f32 RMSNorm 0.96-1.02, bf16 LayerNorm 0.87-1.04; 2
-// threads f32 LayerNorm 0.86-1.02, bf16 RMSNorm 0.74-1.04. Longer rows, read from DRAM twice, stayed faster streaming
-// (f32 128x65537 RMSNorm 1.07, 1x33554432 1.02-1.06). Zen 4 and Zen 5 stream as before (the
-// performance log, "Cached stores for rows of up to 64 KiB on Intel").
+// threads f32 LayerNorm 0.86-1.02, bf16 RMSNorm 0.74-1.04. Longer rows, read from DRAM twice,
+// stayed faster streaming (f32 128x65537 RMSNorm 1.07, 1x33554432 1.02-1.06). Zen 4 and Zen 5
+// stream as before (the performance log, "Cached stores for rows of up to 64 KiB on Intel").
 constexpr std::int64_t kIntelCachedRowBytes = std::int64_t{64} << 10;
 
 bool auto_streaming_stores(const Problem& p, std::int64_t llc_bytes, bool intel) {
   const auto element_bytes = static_cast<std::int64_t>(dtype_size(p.dtype));
-  if (p.norm != Norm::kBatchNorm && stat_cols(p) * element_bytes < detail::kCacheLineBytes) return false;
-  const std::int64_t output_bytes = p.rows * p.cols * element_bytes;
-  if (2 * output_bytes < llc_bytes) return false;
+  if (p.norm != Norm::kBatchNorm && stat_cols(p) * element_bytes < kCacheLineBytes) return false;
+  if (2 * p.rows * row_bytes(p) < llc_bytes) return false;
   const bool row_norm = p.norm == Norm::kLayerNorm || p.norm == Norm::kRMSNorm;
-  return !(intel && row_norm && p.cols * element_bytes <= kIntelCachedRowBytes);
+  return !(intel && row_norm && row_bytes(p) <= kIntelCachedRowBytes);
 }
 
 namespace detail {
@@ -150,8 +152,7 @@ constexpr std::int64_t kMinPipelinedRmsNormRows = 3;
 constexpr std::int64_t kMaxPipelinedRowBytes = 2 * kShortRowBytes;
 
 namespace {
-// Bytes of one row of x (and of y), of gamma, and of a LayerNorm row's gamma and beta together.
-std::int64_t row_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(p.dtype)); }
+// Bytes of gamma, and of a LayerNorm row's gamma and beta together (row_bytes is above).
 std::int64_t gamma_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype))); }
 std::int64_t layernorm_param_bytes(const Problem& p) { return 2 * gamma_bytes(p); }
 

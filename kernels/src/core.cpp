@@ -125,7 +125,7 @@ int threads_used(const Implementation& impl, const Problem& p, const RunConfig& 
 }
 
 namespace {
-// align is an element size, a power of two: a mask, not `%`. A 64-bit division costs 35-90 cycles
+// align is an element size, a power of two: a mask, not `%`. A 64-bit division costs 35-88 cycles
 // on Skylake-SP/Cascade Lake, and this runs four times or more a call (performance log, "Per-call
 // divisions on a Cascade Lake VM").
 void check_aligned(const void* p, std::size_t align, const char* what) {
