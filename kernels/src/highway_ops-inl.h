@@ -187,8 +187,15 @@ template <class D>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<D>> RoundedBf16Words(D df, hn::Vec<D> v) {
   const hn::RebindToUnsigned<D> du32;
   const auto u = hn::BitCast(du32, v);
+#if HWY_TARGET <= HWY_AVX3
+  // The bf16 lsb as a mask (one VPTESTMD) and its 1 added under it (a masked VPADDD): one vector
+  // operation fewer than shifting, masking and adding it.
+  const auto biased = hn::Add(u, hn::Set(du32, 0x7FFFu));
+  const auto rounded = hn::IfThenElse(hn::TestBit(u, hn::Set(du32, 0x10000u)), hn::Add(biased, hn::Set(du32, 1u)), biased);
+#else
   const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
   const auto rounded = hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb);
+#endif
   const auto quiet_nan = hn::Or(u, hn::Set(du32, 0x00400000u));
   (void)df;
   return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
