@@ -188,26 +188,37 @@ def targets(rows):
     dram = lambda ws: ws >= 64 * 2**20
     l2 = lambda ws: ws <= 512 * 2**10
     fast = ("highway", "threaded")
+
+    def compute_speed(norm, dtype, threads, impls):
+        """The implementations' compute speed beside the DRAM ceilings: their fastest run of a
+        cache-resident shape of 8+ rows (<= 2 MiB: memory is not the limit there), in elements/s,
+        against the same run's DRAM ceilings in elements/s of the dtype (x read, y written: 8 bytes
+        for f32, 4 for bf16). A kernel whose compute alone is little faster than DRAM cannot hide
+        one under the other on one core; its rows are bounded below the ceiling."""
+        impl_rows = [r for r in pick(rows, norm=norm, dtype=dtype, threads=threads) if r["implementation"] in impls]
+        cached = [fnum(r.get("gelems_per_s_median")) for r in impl_rows
+                  if fnum(r["working_set_bytes"]) <= 2 * 2**20 and int(r["rows"]) >= 8]
+        element_bytes = 2 * (2 if dtype == "bf16" else 4)
+        ceilings = [fnum(r["ceiling_gbps"]) / element_bytes for r in impl_rows if dram(fnum(r["working_set_bytes"]))]
+        if not cached or not ceilings:
+            return impl_rows, ""
+        return impl_rows, (f"; compute in cache at most {max(cached):.2f} G elements/s, DRAM ceilings "
+                           f"{min(ceilings):.2f}-{max(ceilings):.2f} G elements/s")
+
     for norm in ("layernorm", "rmsnorm"):
         for th in (1, 2):
             frac_row(f"{norm}, DRAM (>= 64 MiB), {th} thread(s)", best_frac(norm, "f32", th, dram, fast), 0.90)
     frac_row("layernorm, L2 (<= 512 KiB), 1 thread", best_frac("layernorm", "f32", 1, l2, fast), 0.65)
     frac_row("rmsnorm, L2 (<= 512 KiB), 1 thread", best_frac("rmsnorm", "f32", 1, l2, fast), 0.75)
+    # bf16 beside its compute speed: without AVX512-BF16 each value's rounding to bf16 costs several
+    # vector operations, and the rows compute barely faster than DRAM moves them (Cascade Lake).
     for norm in ("layernorm", "rmsnorm"):
         for th in (1, 2):
-            frac_row(f"bf16 {norm}, DRAM, {th} thread(s)", best_frac(norm, "bf16", th, dram, fast), 0.80)
-    # highway-f64 beside its compute speed: its fastest 1-thread run of a cache-resident shape of
-    # 8+ rows (<= 2 MiB: memory is not the limit there), in elements/s, against the same run's DRAM
-    # ceilings in f32 elements/s (8 bytes each: x read, y written).
+            frac_row(f"bf16 {norm}, DRAM, {th} thread(s)", best_frac(norm, "bf16", th, dram, fast), 0.80,
+                     compute_speed(norm, "bf16", th, fast)[1])
+    # highway-f64 beside its compute speed (f32 data, f64 arithmetic).
     for norm in ("layernorm", "rmsnorm"):
-        f64_rows = pick(rows, norm=norm, implementation="highway-f64", dtype="f32", threads=1)
-        cached = [fnum(r.get("gelems_per_s_median")) for r in f64_rows
-                  if fnum(r["working_set_bytes"]) <= 2 * 2**20 and int(r["rows"]) >= 8]
-        ceilings = [fnum(r["ceiling_gbps"]) / 8 for r in f64_rows if dram(fnum(r["working_set_bytes"]))]
-        extra = ""
-        if cached and ceilings:
-            extra = (f"; compute in cache at most {max(cached):.2f} G elements/s, DRAM ceilings "
-                     f"{min(ceilings):.2f}-{max(ceilings):.2f} G elements/s")
+        f64_rows, extra = compute_speed(norm, "f32", 1, ("highway-f64",))
         by_shape = best_frac(norm, "f32", 1, dram, ("highway-f64",))
         if by_shape:
             extra += same_row_length_bound(f64_rows, min(by_shape, key=lambda s: by_shape[s][0]))
