@@ -192,13 +192,13 @@ def targets(rows):
     def compute_speed(norm, dtype, threads, impls):
         """The implementations' compute speed beside the DRAM ceilings: their fastest run of a
         cache-resident shape of 8+ rows (<= 2 MiB: memory is not the limit there), in elements/s,
-        against the same run's DRAM ceilings in elements/s of the dtype (x read, y written: 8 bytes
-        for f32, 4 for bf16). A kernel whose compute alone is little faster than DRAM cannot hide
-        one under the other on one core; its rows are bounded below the ceiling."""
+        against the same run's DRAM ceilings in elements/s of the dtype (x read and y written: twice
+        its size). A kernel whose compute alone is little faster than the ceiling moves its bytes
+        reaches the ceiling only where its compute and its memory traffic overlap entirely."""
         impl_rows = [r for r in pick(rows, norm=norm, dtype=dtype, threads=threads) if r["implementation"] in impls]
         cached = [fnum(r.get("gelems_per_s_median")) for r in impl_rows
                   if fnum(r["working_set_bytes"]) <= 2 * 2**20 and int(r["rows"]) >= 8]
-        element_bytes = 2 * (2 if dtype == "bf16" else 4)
+        element_bytes = 2 * {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}[dtype]
         ceilings = [fnum(r["ceiling_gbps"]) / element_bytes for r in impl_rows if dram(fnum(r["working_set_bytes"]))]
         if not cached or not ceilings:
             return impl_rows, ""
