@@ -22,13 +22,13 @@ namespace {
 // RMSNorm 3 or more: 64x1000, 7x33, 7x768, 6x2048, RMSNorm 3x17; 7x768 with streaming stores too,
 // whose rows must share the store alignment; 16-bit rows of more than 4 KiB, up to 8 KiB, whose
 // x and y fit L2, pipelined the same way: 4x3000 with ragged tails, 5x4096 where it is not
-// blocked), LayerNorm rows overflowing L1 with their parameters
+// blocked, 5x2100 where a 32 KiB L1 blocks the other two), LayerNorm rows overflowing L1 with their parameters
 // (2x4096: a pair; 5x4096: one block of rows applied column block by column block; 11x4500: a
 // block of 8 and one of 3, the last column block ragged), an odd row count (a lone last row),
 // ragged tails, rows longer than one statistics chunk.
 constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {{64, 1000}, {7, 33},    {7, 768},   {6, 2048},
                                                              {2, 4096},  {5, 4096},  {4, 3000},  {11, 4500},
-                                                             {2, 65537}, {3, 17}};
+                                                             {2, 65537}, {3, 17},    {5, 2100}};
 
 TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
   for (std::int64_t target : simd_targets()) {
@@ -138,35 +138,37 @@ TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
     for (const char* name : {"highway", "highway-f64"}) {
       const Implementation& hw = find_implementation(name);
       for (Norm n : row_norms())
-        for (DType t : kAllDTypes)
-          for (auto [rows, cols] : kShapes) {
-            SCOPED_TRACE(fmt::format("{} {} {} {} {}x{}", name, hwy::TargetName(target), norm_name(n), dtype_name(t), rows,
-                                     cols));
-            const Problem p{n, t, rows, cols, default_eps(n)};
-            Inputs in(p, true, true);
-            fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 1));
-            if (rows > 2)
-              for (std::int64_t c = 0; c < std::min<std::int64_t>(cols, 64); ++c) {
-                const auto at = static_cast<std::size_t>(2 * cols + c);
-                store_rounded(t, in.x.data(), at, load_as_long_double(t, in.x.data(), at) + 8);
+        for (bool beta : {true, false})  // RMSNorm takes other paths without its shift (pipelined rows)
+          for (DType t : kAllDTypes)
+            for (auto [rows, cols] : kShapes) {
+              if (!beta && centres(n)) continue;
+              SCOPED_TRACE(fmt::format("{} {} {} {} {}x{}{}", name, hwy::TargetName(target), norm_name(n), dtype_name(t),
+                                       rows, cols, beta ? "" : " no beta"));
+              const Problem p{n, t, rows, cols, default_eps(n)};
+              Inputs in(p, true, beta);
+              fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 1));
+              if (rows > 2)
+                for (std::int64_t c = 0; c < std::min<std::int64_t>(cols, 64); ++c) {
+                  const auto at = static_cast<std::size_t>(2 * cols + c);
+                  store_rounded(t, in.x.data(), at, load_as_long_double(t, in.x.data(), at) + 8);
+                }
+              const auto count = static_cast<std::size_t>(rows * cols);
+              const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
+              Buffer all(count, dtype_size(t)), alone(count, dtype_size(t));
+              std::vector<float> mean_all(rows), rstd_all(rows), mean_alone(rows), rstd_alone(rows);
+              forward(hw, p, in.buffers(all.data(), mean_all.data(), rstd_all.data()));
+              for (std::int64_t r = 0; r < rows; ++r) {
+                const Problem one{n, t, 1, cols, p.eps};
+                const Buffers b = in.buffers(nullptr);
+                forward(hw, one,
+                        Buffers{static_cast<const unsigned char*>(b.x) + r * row_bytes,
+                                static_cast<unsigned char*>(alone.data()) + r * row_bytes, b.gamma, b.beta,
+                                mean_alone.data() + r, rstd_alone.data() + r});
               }
-            const auto count = static_cast<std::size_t>(rows * cols);
-            const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
-            Buffer all(count, dtype_size(t)), alone(count, dtype_size(t));
-            std::vector<float> mean_all(rows), rstd_all(rows), mean_alone(rows), rstd_alone(rows);
-            forward(hw, p, in.buffers(all.data(), mean_all.data(), rstd_all.data()));
-            for (std::int64_t r = 0; r < rows; ++r) {
-              const Problem one{n, t, 1, cols, p.eps};
-              const Buffers b = in.buffers(nullptr);
-              forward(hw, one,
-                      Buffers{static_cast<const unsigned char*>(b.x) + r * row_bytes,
-                              static_cast<unsigned char*>(alone.data()) + r * row_bytes, b.gamma, b.beta,
-                              mean_alone.data() + r, rstd_alone.data() + r});
+              ASSERT_EQ(0, std::memcmp(all.data(), alone.data(), all.size_bytes()));
+              ASSERT_EQ(0, std::memcmp(mean_all.data(), mean_alone.data(), rows * sizeof(float)));
+              ASSERT_EQ(0, std::memcmp(rstd_all.data(), rstd_alone.data(), rows * sizeof(float)));
             }
-            ASSERT_EQ(0, std::memcmp(all.data(), alone.data(), all.size_bytes()));
-            ASSERT_EQ(0, std::memcmp(mean_all.data(), mean_alone.data(), rows * sizeof(float)));
-            ASSERT_EQ(0, std::memcmp(rstd_all.data(), rstd_alone.data(), rows * sizeof(float)));
-          }
     }
   }
 }

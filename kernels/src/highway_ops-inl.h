@@ -246,6 +246,44 @@ HWY_INLINE void NarrowPairToBf16(D df, hn::Vec<D> lo, hn::Vec<D> hi, bf16* HWY_R
 #endif
 }
 
+// Apply's bf16 step in even/odd order (kBf16InPairs): the 2N bf16 at p loaded as N u32 words, the
+// even-indexed values the words shifted up and the odd-indexed ones the words with their low half
+// cleared (WidenBf16EvenOdd, as the sums load them); the results written back as words, the odd
+// value's rounded bf16 kept in the upper half and the even one's shifted into the lower. Against
+// two zero-extending loads and their shifts in, and a word permute (three uops on Intel) out, per
+// 2N values. gamma and beta must be in the same order (PairedParams).
+template <bool kStream, class D>
+HWY_INLINE void NarrowEvenOddToBf16(D df, hn::Vec<D> even, hn::Vec<D> odd, bf16* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<D> du32;
+  const auto words = hn::Or(hn::And(RoundedBf16Words(df, odd), hn::Set(du32, 0xFFFF0000u)),
+                            hn::ShiftRight<16>(RoundedBf16Words(df, even)));
+  Put<kStream>(du32, words, reinterpret_cast<std::uint32_t*>(p));
+}
+
+// gamma and beta in the order of the even/odd apply step (NarrowEvenOddToBf16): for each step of
+// 2N columns from column `from`, its N even-indexed values, then its N odd-indexed ones, at the
+// step's own columns (gamma[i + j] is column i + 2j of the step at i, gamma[i + N + j] column
+// i + 2j + 1). Null where the call has none. on: Apply may take that order for its steps from
+// `from`; a row whose steps start elsewhere (another store alignment) takes the plain order.
+template <class P>
+struct PairedParams {
+  const P* gamma = nullptr;
+  const P* beta = nullptr;
+  std::size_t from = 0;
+  bool on = false;
+  PairedParams at(std::size_t column) const {  // the same for Apply called on columns [column, ...)
+    return {gamma ? gamma + column : gamma, beta ? beta + column : beta, from, on};
+  }
+};
+
+// Columns Apply's streaming-store loop peels before its first aligned step (store_bytes, the
+// bytes of one step) of n columns written at y.
+template <class T>
+HWY_INLINE std::size_t StreamPeel(const T* y, std::size_t n, std::size_t store_bytes) {
+  const auto misalign = reinterpret_cast<std::uintptr_t>(y) % store_bytes;
+  return misalign ? std::min(n, (store_bytes - misalign) / sizeof(T)) : 0;
+}
+
 // Calls f(std::true_type()) where bf16 results of f32 compute may be rounded by AVX512-BF16 (the
 // AVX-512 targets, on a CPU that has it, unless set_hardware_bf16_rounding turned it off), else
 // f(std::false_type()): the kHwBf16 argument of Apply and NarrowPairToBf16.
@@ -630,7 +668,7 @@ template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = 
           class TX, class T, class P>
 HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
                       const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
-                      const T* next_x, ApplyOptions opt = {}) {
+                      const T* next_x, ApplyOptions opt = {}, PairedParams<P> paired = {}) {
   const std::size_t N = hn::Lanes(d);
   hn::Vec<D> m[R], rs[R];
   for (std::size_t r = 0; r < R; ++r) {
@@ -695,29 +733,44 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
   // rounded words) instead of two half-width demotions, which cost as much as the rest of the
   // apply step (interleaved A/B below).
   constexpr bool kPairs = kBf16InPairs<D, T>;
+  // Where gamma and beta come in even/odd order (paired.on), the steps from paired.from take the
+  // values in that order too (NarrowEvenOddToBf16). Not with AVX512-BF16, whose one conversion
+  // writes the plain order, nor for a widened copy of the rows (f64 compute, not paired).
+  constexpr bool kMayEvenOdd = kPairs && !kHwBf16 && std::is_same_v<TX, T>;
   const std::size_t step = kPairs ? 2 * N : N;
-  const auto step_columns = [&](std::size_t i, auto known) HWY_ATTR __attribute__((always_inline)) {
+  // even_odd: std::true_type for the even/odd order, with gamma and beta from paired.
+  const auto step_columns = [&](std::size_t i, auto known, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
     if constexpr (kPairs) {
-      const auto g0 = prep_gamma(param(gamma, i, N, GammaGiven(known)));
-      const auto g1 = prep_gamma(param(gamma, i + N, N, GammaGiven(known)));
-      const auto b0 = prep_beta(param(beta, i, N, BetaGiven(known)));
-      const auto b1 = prep_beta(param(beta, i + N, N, BetaGiven(known)));
-      hn::Vec<D> lo[R], hi[R];  // loads before stores, as in columns
+      constexpr bool kEvenOdd = decltype(even_odd)::value;
+      const P* HWY_RESTRICT gs = kEvenOdd ? paired.gamma : gamma;
+      const P* HWY_RESTRICT bs = kEvenOdd ? paired.beta : beta;
+      const auto g0 = prep_gamma(param(gs, i, N, GammaGiven(known)));
+      const auto g1 = prep_gamma(param(gs, i + N, N, GammaGiven(known)));
+      const auto b0 = prep_beta(param(bs, i, N, BetaGiven(known)));
+      const auto b1 = prep_beta(param(bs, i + N, N, BetaGiven(known)));
+      hn::Vec<D> lo[R], hi[R];  // loads before stores, as in columns (even/odd: even, odd)
       for (std::size_t r = 0; r < R; ++r) {
-        lo[r] = LoadRow(d, x[r] + i);
-        hi[r] = LoadRow(d, x[r] + i + N);
+        if constexpr (kEvenOdd) {
+          WidenBf16EvenOdd(d, x[r] + i, lo[r], hi[r]);
+        } else {
+          lo[r] = LoadRow(d, x[r] + i);
+          hi[r] = LoadRow(d, x[r] + i + N);
+        }
       }
-      for (std::size_t r = 0; r < R; ++r)
-        NarrowPairToBf16<kStream, kHwBf16>(d, value(lo[r], g0, b0, r, known), value(hi[r], g1, b1, r, known), y[r] + i);
+      for (std::size_t r = 0; r < R; ++r) {
+        const auto v0 = value(lo[r], g0, b0, r, known), v1 = value(hi[r], g1, b1, r, known);
+        if constexpr (kEvenOdd)
+          NarrowEvenOddToBf16<kStream>(d, v0, v1, y[r] + i);
+        else
+          NarrowPairToBf16<kStream, kHwBf16>(d, v0, v1, y[r] + i);
+      }
     } else {
       columns(i, N, true, known);
     }
   };
   std::size_t i = 0;
   if constexpr (kStream) {  // peel to the store alignment (the caller makes the R rows share it)
-    const std::size_t store_bytes = step * sizeof(T);
-    const auto misalign = reinterpret_cast<std::uintptr_t>(y[0]) % store_bytes;
-    const std::size_t peel = misalign ? std::min(n, (store_bytes - misalign) / sizeof(T)) : 0;
+    const std::size_t peel = StreamPeel(y[0], n, step * sizeof(T));
     while (i < peel) {
       const std::size_t count = std::min(N, peel - i);
       columns(i, count, false, ParamsKnown<kParamsTested>{});
@@ -748,20 +801,26 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
       for (; i + step <= n; i += step) {
         // into L2: into L1 it evicts these rows (measured)
         for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
-        step_columns(i, known);
+        step_columns(i, known, std::false_type{});
       }
     } else {
-      const auto loop = [&](auto prefetch_next) HWY_ATTR __attribute__((always_inline)) {
+      const auto loop = [&](auto prefetch_next, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
         for (; i + step <= n; i += step) {
           if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
             for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
-          step_columns(i, known);
+          step_columns(i, known, even_odd);
         }
       };
-      if (next_x)
-        loop(std::true_type{});
+      const auto loop_in_order = [&](auto even_odd) HWY_ATTR __attribute__((always_inline)) {
+        if (next_x)
+          loop(std::true_type{}, even_odd);
+        else
+          loop(std::false_type{}, even_odd);
+      };
+      if (kMayEvenOdd && paired.on && i == paired.from)
+        loop_in_order(std::bool_constant<kMayEvenOdd>{});
       else
-        loop(std::false_type{});
+        loop_in_order(std::false_type{});
     }
   };
   // RMSNorm's rows (mean +0) leave out the subtraction where y stays cached and the compute is
@@ -869,22 +928,32 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
 
 // One step of a pipelined apply (see ApplyWithNextCentredSums): kSumStep<D, T> vectors of row x
 // from column `at` with gamma [and beta], written as Apply's main loop writes them (bf16: the pair
-// narrowed into one store).
-template <bool kHwBf16, bool kBeta, class D, class T>
+// narrowed into one store; kEvenOdd: in even/odd order, gamma and beta in PairedParams' order).
+template <bool kHwBf16, bool kBeta, bool kEvenOdd, class D, class T>
 HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, hn::Vec<D> rs,
                           const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta) {
   const std::size_t N = hn::Lanes(d);
-  const auto value = [&](std::size_t i) HWY_ATTR __attribute__((always_inline)) {
-    const auto xv = LoadRow(d, x + i);
+  const auto value = [&](hn::Vec<D> xv, std::size_t i) HWY_ATTR __attribute__((always_inline)) {
     if constexpr (kBeta) return Normalize(xv, m, rs, hn::LoadU(d, gamma + i), hn::LoadU(d, beta + i), true, true);
     else return hn::Mul(hn::Mul(xv, rs), hn::LoadU(d, gamma + i));  // RMSNorm: mean +0, x - 0 is x
   };
-  if constexpr (kBf16InPairs<D, T>) {
-    const auto lo = value(at), hi = value(at + N);
+  if constexpr (kBf16InPairs<D, T> && kEvenOdd) {
+    static_assert(!kHwBf16, "AVX512-BF16 writes the plain order");
+    hn::Vec<D> even, odd;
+    WidenBf16EvenOdd(d, x + at, even, odd);
+    NarrowEvenOddToBf16<false>(d, value(even, at), value(odd, at + N), y + at);
+  } else if constexpr (kBf16InPairs<D, T>) {
+    const auto lo = value(LoadRow(d, x + at), at), hi = value(LoadRow(d, x + at + N), at + N);
     NarrowPairToBf16<false, kHwBf16>(d, lo, hi, y + at);
   } else {
-    StoreRow(d, value(at), y + at);
+    StoreRow(d, value(LoadRow(d, x + at), at), y + at);
   }
+}
+
+// Whether the pipelined loops below take the even/odd order (paired.on, steps from column 0).
+template <bool kHwBf16, class D, class T>
+HWY_INLINE bool PipelinedEvenOdd(const PairedParams<float>& paired) {
+  return kBf16InPairs<D, T> && !kHwBf16 && paired.on && paired.from == 0;
 }
 
 // Apply's step for columns [from, n) of one row: the columns a pipelined loop (below) leaves.
@@ -903,10 +972,12 @@ HWY_INLINE void ApplyColumnsFrom(D d, const T* x, T* y, std::size_t from, std::s
 // neither waits for the other's chain (see PipelinedRows). The accumulators take the same values
 // in the same order as in CentredSums and every y the arithmetic of Apply, so the results are
 // those of the two steps run one after the other. y may be x (in place), as in Apply.
+// paired: gamma and beta in even/odd order as well (see PipelinedEvenOdd).
 template <bool kHwBf16, class D, class T>
 HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, float mean, float rstd,
                                          const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta,
-                                         const T* next, float next_shift, float& c, float& s) {
+                                         const T* next, float next_shift, float& c, float& s,
+                                         const PairedParams<float>& paired = {}) {
   static_assert(std::is_same_v<hn::TFromD<D>, float>, "f32 compute only");
   const std::size_t N = hn::Lanes(d);
   constexpr std::size_t kStep = kSumStep<D, T>;
@@ -915,18 +986,25 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, f
   for (std::size_t j = 0; j < kAcc; ++j) ca[j] = sa[j] = hn::Zero(d);
   const auto one = OneForFmaAdds(d);
   std::size_t i = 0;
-  for (; i + kAcc * N <= n; i += kAcc * N)
-    for (std::size_t j = 0; j < kAcc; j += kStep) {
-      const std::size_t at = i + j * N;
-      ApplyStep<kHwBf16, true>(d, x, y, at, m, rs, gamma, beta);
-      hn::Vec<D> v[kStep];
-      LoadSumStep(d, next + at, v);
-      for (std::size_t q = 0; q < kStep; ++q) {
-        const auto dev = hn::Sub(v[q], k);
-        ca[j + q] = (j + q) % 2 ? AddOnFmaPipe(ca[j + q], dev, one) : hn::Add(ca[j + q], dev);
-        sa[j + q] = hn::MulAdd(dev, dev, sa[j + q]);
+  const auto loop = [&](auto even_odd, const float* HWY_RESTRICT g, const float* HWY_RESTRICT bt)
+                        HWY_ATTR __attribute__((always_inline)) {
+    for (; i + kAcc * N <= n; i += kAcc * N)
+      for (std::size_t j = 0; j < kAcc; j += kStep) {
+        const std::size_t at = i + j * N;
+        ApplyStep<kHwBf16, true, decltype(even_odd)::value>(d, x, y, at, m, rs, g, bt);
+        hn::Vec<D> v[kStep];
+        LoadSumStep(d, next + at, v);
+        for (std::size_t q = 0; q < kStep; ++q) {
+          const auto dev = hn::Sub(v[q], k);
+          ca[j + q] = (j + q) % 2 ? AddOnFmaPipe(ca[j + q], dev, one) : hn::Add(ca[j + q], dev);
+          sa[j + q] = hn::MulAdd(dev, dev, sa[j + q]);
+        }
       }
-    }
+  };
+  if (PipelinedEvenOdd<kHwBf16, D, T>(paired))
+    loop(std::bool_constant<kBf16InPairs<D, T> && !kHwBf16>{}, paired.gamma, paired.beta);
+  else
+    loop(std::false_type{}, gamma, beta);
   const std::size_t applied = i;
   for (; i + N <= n; i += N) {  // CentredSums' tail
     const auto dev = hn::Sub(LoadRow(d, next + i), k);
@@ -948,7 +1026,8 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, f
 // (SumsOfSquares<1>: the same accumulators, in the same order).
 template <bool kHwBf16, class D, class T>
 HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, float rstd,
-                                          const float* HWY_RESTRICT gamma, const T* next, float& sum) {
+                                          const float* HWY_RESTRICT gamma, const T* next, float& sum,
+                                          const PairedParams<float>& paired = {}) {
   static_assert(std::is_same_v<hn::TFromD<D>, float>, "f32 compute only");
   const std::size_t N = hn::Lanes(d);
   constexpr std::size_t K = kSquareAcc;
@@ -957,14 +1036,20 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
   hn::Vec<D> a[K];
   for (auto& v : a) v = hn::Zero(d);
   std::size_t i = 0;
-  for (; i + K * N <= n; i += K * N)
-    for (std::size_t j = 0; j < K; j += kStep) {
-      const std::size_t at = i + j * N;
-      ApplyStep<kHwBf16, false>(d, x, y, at, rs, rs, gamma, nullptr);
-      hn::Vec<D> v[kStep];
-      LoadSumStep(d, next + at, v);
-      for (std::size_t q = 0; q < kStep; ++q) a[j + q] = hn::MulAdd(v[q], v[q], a[j + q]);
-    }
+  const auto loop = [&](auto even_odd, const float* HWY_RESTRICT g) HWY_ATTR __attribute__((always_inline)) {
+    for (; i + K * N <= n; i += K * N)
+      for (std::size_t j = 0; j < K; j += kStep) {
+        const std::size_t at = i + j * N;
+        ApplyStep<kHwBf16, false, decltype(even_odd)::value>(d, x, y, at, rs, rs, g, nullptr);
+        hn::Vec<D> v[kStep];
+        LoadSumStep(d, next + at, v);
+        for (std::size_t q = 0; q < kStep; ++q) a[j + q] = hn::MulAdd(v[q], v[q], a[j + q]);
+      }
+  };
+  if (PipelinedEvenOdd<kHwBf16, D, T>(paired))
+    loop(std::bool_constant<kBf16InPairs<D, T> && !kHwBf16>{}, paired.gamma);
+  else
+    loop(std::false_type{}, gamma);
   const std::size_t applied = i;
   for (std::size_t j = 0; i + N <= n; i += N, ++j) {  // SumsOfSquares' tail
     const auto v = LoadRow(d, next + i);

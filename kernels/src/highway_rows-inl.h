@@ -93,9 +93,11 @@ constexpr std::size_t kWidenedRowsMaxBytes = 256 * 1024;
 // 43x768 4-10%, 128x768 6-7% slower; highway-f64 the same to 7% faster); the two in one loop
 // (PipelinedRows) are faster for f32 rows.
 // widened (kMayWidenRows only; may be null): room for R rows of widened_stride values.
+// paired: see PairedParams (bf16 rows, f32 compute).
 template <std::size_t R, bool kStream, bool kVariant, bool kHwBf16, class T, class C, class P>
 HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, const P* gamma, const P* beta,
-                          const T* next_x, C* widened = nullptr, std::size_t widened_stride = 0) {
+                          const T* next_x, C* widened = nullptr, std::size_t widened_stride = 0,
+                          const PairedParams<P>& paired = {}) {
   const hn::ScalableTag<C> d;
   const std::size_t n = static_cast<std::size_t>(p.cols);
   const T* x[R];
@@ -130,7 +132,7 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
                      kRmsPrefetchInStats<kStream, T, C> && n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
   for (std::size_t k = 0; k < R; ++k)
     rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
-  Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p));
+  Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p), paired);
 }
 
 // count rows from row r, software-pipelined: each row's apply step runs in one loop with the next
@@ -144,7 +146,8 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
 // measurements are there).
 template <bool kHwBf16, class T, class AddRows>
 HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count,
-                              const float* gamma, const float* beta, const AddRows& add_rows) {
+                              const float* gamma, const float* beta, const AddRows& add_rows,
+                              const PairedParams<float>& paired = {}) {
   const hn::ScalableTag<float> d;
   const std::size_t n = static_cast<std::size_t>(p.cols);
   const auto row_x = [&](std::int64_t row) { return static_cast<const T*>(b.x) + row * p.cols; };
@@ -162,7 +165,8 @@ HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r
     T* y = static_cast<T*>(b.y) + r * p.cols;
     if (r + 1 == end) {
       T* ys[1] = {y};
-      Apply<false, 1, false, false, kHwBf16>(d, x, ys, n, &mean, &rstd, gamma, beta, static_cast<const T*>(nullptr));
+      Apply<false, 1, false, false, kHwBf16>(d, x, ys, n, &mean, &rstd, gamma, beta, static_cast<const T*>(nullptr), {},
+                                             paired);
       break;
     }
     add_rows(r + 1, 1);
@@ -170,10 +174,10 @@ HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r
     if (layernorm) {
       float shift, s1, s2;
       StatsShifts<1>(d, next, n, &shift);
-      ApplyWithNextCentredSums<kHwBf16>(d, x[0], y, n, mean, rstd, gamma, beta, next[0], shift, s1, s2);
+      ApplyWithNextCentredSums<kHwBf16>(d, x[0], y, n, mean, rstd, gamma, beta, next[0], shift, s1, s2, paired);
       StatsFromCentredSums<1>(d, next, n, &shift, &s1, &s2, &mean, &m2);
     } else {
-      ApplyWithNextSumOfSquares<kHwBf16>(d, x[0], y, n, rstd, gamma, next[0], m2);
+      ApplyWithNextSumOfSquares<kHwBf16>(d, x[0], y, n, rstd, gamma, next[0], m2, paired);
     }
     x[0] = next[0];
   }
@@ -195,7 +199,8 @@ constexpr std::size_t kApplyBlockParamBytes = 16 * 1024;
 // next_x: the next block's first next_count rows, prefetched into L2 by the apply step.
 template <bool kStream, bool kVariant, bool kHwBf16, class T, class C, class P>
 HWY_INLINE void BlockedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count, const P* gamma,
-                            const P* beta, const T* next_x, std::int64_t next_count) {
+                            const P* beta, const T* next_x, std::int64_t next_count,
+                            const PairedParams<P>& paired = {}) {
   const hn::ScalableTag<C> d;
   const std::size_t n = static_cast<std::size_t>(p.cols);
   const T* x[kBlockRows];
@@ -218,7 +223,7 @@ HWY_INLINE void BlockedRows(const Problem& p, const Buffers& b, std::int64_t r, 
       T* ys[1] = {y[k] + c0};
       const T* next = k < next_count ? next_x + k * p.cols + c0 : nullptr;
       Apply<kStream, 1, kVariant, false, kHwBf16>(d, xs, ys, len, &mean[k], &rstd[k], gamma + c0, beta + c0, next,
-                                                  ApplyOptionsOf(p));
+                                                  ApplyOptionsOf(p), paired.at(c0));
     }
   }
 }
@@ -301,6 +306,51 @@ const double* WidenParams(D d, const float* HWY_RESTRICT p, std::size_t n, int w
   return out.data();
 }
 
+// bf16 rows with f32 compute take Apply's even/odd order (PairedParams) where gamma and beta are
+// copied into that order once per call (per calling thread, reused across calls): for calls of
+// kMinRowsToPairParams rows or more, or with neither (nothing to copy). The copy reads and writes
+// each parameter once, about what one row's apply step saves.
+template <class T, class C, bool kHwBf16>
+constexpr bool kEvenOddRows = std::is_same_v<T, bf16> && std::is_same_v<C, float> && !kHwBf16 && HWY_TARGET != HWY_SCALAR;
+constexpr std::int64_t kMinRowsToPairParams = 4;
+inline std::vector<float>& PairedParamsBuffer(int which) {
+  thread_local std::vector<float> buffers[2];  // gamma, beta
+  return buffers[which];
+}
+
+// p's steps of 2N columns from `from` in even/odd order (see PairedParams); null for null.
+template <class D>
+const float* PairParams(D d, const float* HWY_RESTRICT p, std::size_t n, std::size_t from, int which) {
+  if (!p) return nullptr;
+  std::vector<float>& out = PairedParamsBuffer(which);
+  out.resize(n);
+#if HWY_TARGET != HWY_SCALAR  // (no ConcatEven; not called there)
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t i = from; i + 2 * N <= n; i += 2 * N) {
+    const auto lo = hn::LoadU(d, p + i), hi = hn::LoadU(d, p + i + N);
+    hn::StoreU(hn::ConcatEven(d, hi, lo), d, out.data() + i);
+    hn::StoreU(hn::ConcatOdd(d, hi, lo), d, out.data() + i + N);
+  }
+#else
+  (void)d, (void)from;
+#endif
+  return out.data();
+}
+
+// The PairedParams of a call of `rows` rows of n columns whose first row is written at y0 (off
+// where kEvenOddRows does not hold or the call is too short).
+template <bool kStream, bool kHwBf16, class C, class D, class T, class P>
+PairedParams<P> PairedParamsOf(D d, const P* gamma, const P* beta, std::size_t n, const T* y0, std::int64_t rows) {
+  if constexpr (kEvenOddRows<T, C, kHwBf16>) {
+    if (rows < kMinRowsToPairParams && (gamma || beta)) return {};
+    const std::size_t from = kStream ? StreamPeel(y0, n, 2 * hn::Lanes(d) * sizeof(T)) : 0;
+    return {PairParams(d, gamma, n, from, 0), PairParams(d, beta, n, from, 1), from, true};
+  } else {
+    (void)d, (void)gamma, (void)beta, (void)n, (void)y0, (void)rows;
+    return {};
+  }
+}
+
 // highway-f64 LayerNorm on f32 rows written with streaming stores (DRAM-sized calls): rows taken
 // one at a time prefetch the row after next, not the next one. Its apply step, bound by the f64
 // conversions (about 150 ns for 768 values on Zen 4), issues the next row's prefetches over its
@@ -367,6 +417,8 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       // (Apply's widest store is two vectors' worth of bf16.)
       const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % (2 * hn::Lanes(d)) == 0;
       const std::int64_t rows = row_end - row_begin;
+      const auto paired = PairedParamsOf<kStream, kHwBf16, C>(d, g, bt, static_cast<std::size_t>(p.cols),
+                                                              static_cast<const T*>(b.y) + row_begin * p.cols, rows);
       // Not highway-f64 on narrower data, compute-bound there (blocked: bf16 4-8% slower, f32 mixed).
       constexpr bool kMayBlock = std::is_same_v<C, float> || std::is_same_v<T, double>;
       if (kMayBlock && g && bt && detail::block_long_layernorm_rows(p, rows)) {
@@ -374,13 +426,13 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
           const std::int64_t count = std::min(kBlockRows, row_end - r), next = r + count;
           add_rows(r, count);
           BlockedRows<kStream, kVariant, kHwBf16, T, C>(p, in, r, count, g, bt, next < row_end ? row_x(next) : nullptr,
-                                                       std::min(kBlockRows, row_end - next));
+                                                       std::min(kBlockRows, row_end - next), paired);
         }
         return;
       }
       if constexpr (std::is_same_v<C, float> && !std::is_same_v<T, double> && !kStream && !kVariant) {
         if (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && detail::pipeline_short_rows(p, rows)) {
-          PipelinedRows<kHwBf16, T>(p, in, r, rows, g, bt, add_rows);
+          PipelinedRows<kHwBf16, T>(p, in, r, rows, g, bt, add_rows, paired);
           return;
         }
       }
@@ -389,15 +441,15 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       if (kMayTriple && same_alignment && detail::triple_short_layernorm_rows(p, rows, kStream))
         for (; r + kTriple <= row_end; r += kTriple) {
           add_rows(r, kTriple);
-          ShortRows<kTriple, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt,
-                                                             r + kTriple < row_end ? row_x(r + kTriple) : nullptr);
+          ShortRows<kTriple, kStream, kVariant, kHwBf16, T, C>(
+              p, in, r, g, bt, r + kTriple < row_end ? row_x(r + kTriple) : nullptr, nullptr, 0, paired);
         }
       if (row_end - r >= R && same_alignment && (detail::interleave_short_rows(p, rows) ||
                              (kLongRowPairs && g && bt && detail::interleave_long_layernorm_rows(p, rows))))
         for (; r + R <= row_end; r += R) {
           add_rows(r, R);
           ShortRows<kRowsAtOnce, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + R < row_end ? row_x(r + R) : nullptr,
-                                                               widened, stride);
+                                                               widened, stride, paired);
         }
       const std::int64_t ahead =
           kF32InF64<T, C> && kStream && centres(p.norm) && static_cast<std::size_t>(p.cols) * sizeof(T) < kPrefetchInStatsBytes
@@ -406,7 +458,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       for (; r < row_end; ++r) {
         add_rows(r, 1);
         ShortRows<1, kStream, kVariant, kHwBf16, T, C>(p, in, r, g, bt, r + ahead < row_end ? row_x(r + ahead) : nullptr,
-                                                     widened, stride);
+                                                     widened, stride, paired);
       }
     };
     constexpr bool kMayWiden = std::is_same_v<C, double> && std::is_same_v<P, float> && !kVariant;
