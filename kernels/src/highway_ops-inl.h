@@ -950,10 +950,14 @@ HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, h
   }
 }
 
-// Whether the pipelined loops below take the even/odd order (paired.on, steps from column 0).
-template <bool kHwBf16, class D, class T>
-HWY_INLINE bool PipelinedEvenOdd(const PairedParams<float>& paired) {
-  return kBf16InPairs<D, T> && !kHwBf16 && paired.on && paired.from == 0;
+// Runs a pipelined loop (below) as loop(even_odd, gamma, beta): in even/odd order with paired's
+// parameters where paired.on (its steps start at column 0), else in the plain order.
+template <bool kHwBf16, class D, class T, class Loop>
+HWY_INLINE void InPipelinedOrder(const PairedParams<float>& paired, const float* gamma, const float* beta,
+                                 const Loop& loop) {
+  if constexpr (kBf16InPairs<D, T> && !kHwBf16)
+    if (paired.on && paired.from == 0) return loop(std::true_type{}, paired.gamma, paired.beta);
+  loop(std::false_type{}, gamma, beta);
 }
 
 // Apply's step for columns [from, n) of one row: the columns a pipelined loop (below) leaves.
@@ -972,7 +976,7 @@ HWY_INLINE void ApplyColumnsFrom(D d, const T* x, T* y, std::size_t from, std::s
 // neither waits for the other's chain (see PipelinedRows). The accumulators take the same values
 // in the same order as in CentredSums and every y the arithmetic of Apply, so the results are
 // those of the two steps run one after the other. y may be x (in place), as in Apply.
-// paired: gamma and beta in even/odd order as well (see PipelinedEvenOdd).
+// paired: gamma and beta in even/odd order as well (see InPipelinedOrder).
 template <bool kHwBf16, class D, class T>
 HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, float mean, float rstd,
                                          const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta,
@@ -1001,10 +1005,7 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, f
         }
       }
   };
-  if (PipelinedEvenOdd<kHwBf16, D, T>(paired))
-    loop(std::bool_constant<kBf16InPairs<D, T> && !kHwBf16>{}, paired.gamma, paired.beta);
-  else
-    loop(std::false_type{}, gamma, beta);
+  InPipelinedOrder<kHwBf16, D, T>(paired, gamma, beta, loop);
   const std::size_t applied = i;
   for (; i + N <= n; i += N) {  // CentredSums' tail
     const auto dev = hn::Sub(LoadRow(d, next + i), k);
@@ -1036,7 +1037,7 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
   hn::Vec<D> a[K];
   for (auto& v : a) v = hn::Zero(d);
   std::size_t i = 0;
-  const auto loop = [&](auto even_odd, const float* HWY_RESTRICT g) HWY_ATTR __attribute__((always_inline)) {
+  const auto loop = [&](auto even_odd, const float* HWY_RESTRICT g, const float*) HWY_ATTR __attribute__((always_inline)) {
     for (; i + K * N <= n; i += K * N)
       for (std::size_t j = 0; j < K; j += kStep) {
         const std::size_t at = i + j * N;
@@ -1046,10 +1047,7 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
         for (std::size_t q = 0; q < kStep; ++q) a[j + q] = hn::MulAdd(v[q], v[q], a[j + q]);
       }
   };
-  if (PipelinedEvenOdd<kHwBf16, D, T>(paired))
-    loop(std::bool_constant<kBf16InPairs<D, T> && !kHwBf16>{}, paired.gamma);
-  else
-    loop(std::false_type{}, gamma);
+  InPipelinedOrder<kHwBf16, D, T>(paired, gamma, nullptr, loop);
   const std::size_t applied = i;
   for (std::size_t j = 0; i + N <= n; i += N, ++j) {  // SumsOfSquares' tail
     const auto v = LoadRow(d, next + i);

@@ -311,7 +311,7 @@ const double* WidenParams(D d, const float* HWY_RESTRICT p, std::size_t n, int w
 // kMinRowsToPairParams rows or more, or with neither (nothing to copy). The copy reads and writes
 // each parameter once, about what one row's apply step saves.
 template <class T, class C, bool kHwBf16>
-constexpr bool kEvenOddRows = std::is_same_v<T, bf16> && std::is_same_v<C, float> && !kHwBf16 && HWY_TARGET != HWY_SCALAR;
+constexpr bool kEvenOddRows = kBf16InPairs<hn::ScalableTag<C>, T> && !kHwBf16;
 constexpr std::int64_t kMinRowsToPairParams = 4;
 inline std::vector<float>& PairedParamsBuffer(int which) {
   thread_local std::vector<float> buffers[2];  // gamma, beta
