@@ -147,6 +147,21 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 
+// Whether highway's bf16 rows with f32 compute copy gamma and beta (param_arrays of them: 0 to 2)
+// into the even/odd order of the apply step (PairedParams in highway_ops-inl.h) for a call of
+// `rows` rows: with neither, always (nothing to copy); else from 4 rows, and only while the copy
+// moves at most 1 KiB of f32 parameters per row of the call. The copy reads and writes each
+// parameter once per call, in L2 where they overflow L1; the even/odd step saves per row.
+// Cascade Lake VM (32 KiB L1), two normbench builds (paired from 4 rows of any length, against
+// never), ABBA, 4-6 rounds, 1 thread, medians of the per-round ratio of the time to the same
+// run's stream-scale time, paired over plain: 64 rows of 1024 to 4096 columns LayerNorm
+// 0.89-0.92, RMSNorm 0.86-0.90; 128x768 0.87 and 0.86; 11x768 0.94 and 0.92; but where the
+// copy is long against the call: LayerNorm 4x4096 1.39, 8x4096 1.16, 16x4096 1.05, 8x8192 1.14,
+// 8x2048 1.05, 4x1024 1.03 (6x768 0.97, 8x1024 0.97, 8x1536 1.00, 32x4096 0.99); RMSNorm
+// (gamma only) 4x4096 1.17, 8x4096 1.04, 8x8192 1.06, 16x4096 1.00 (8x2048 0.95, 4x1024 0.94).
+// In DRAM 0.95-1.00 (10923x768 to 16384x4096).
+bool pair_params_for_even_odd_apply(const Problem& p, std::int64_t rows, int param_arrays);
+
 // BatchNorm with the highway kernels (f64: the highway-f64 compute type), see batchnorm.hpp:
 // channels [c_begin, c_end) of the (N, C, L) layout, each computed whole; the statistics of one
 // block of positions of the channels-innermost layout (C means and M2s, exact compute-type values);
