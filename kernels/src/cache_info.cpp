@@ -247,15 +247,6 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   return layernorm_rows_overflow_l1(p) &&
          (rows_stay_cached(p, rows) || row_bytes(p) + layernorm_param_bytes(p) >= l1_bytes());
 }
-
-// See pair_params_for_even_odd_apply in families.hpp.
-constexpr std::int64_t kMinRowsToPairParams = 4;
-constexpr std::int64_t kPairedParamBytesPerRow = 1024;
-
-bool pair_params_for_even_odd_apply(const Problem& p, std::int64_t rows, int param_arrays) {
-  return param_arrays == 0 ||
-         (rows >= kMinRowsToPairParams && param_arrays * gamma_bytes(p) <= rows * kPairedParamBytesPerRow);
-}
 }  // namespace detail
 
 }  // namespace normbench

@@ -160,7 +160,14 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // 8x2048 1.05, 4x1024 1.03 (6x768 0.97, 8x1024 0.97, 8x1536 1.00, 32x4096 0.99); RMSNorm
 // (gamma only) 4x4096 1.17, 8x4096 1.04, 8x8192 1.06, 16x4096 1.00 (8x2048 0.95, 4x1024 0.94).
 // In DRAM 0.95-1.00 (10923x768 to 16384x4096).
-bool pair_params_for_even_odd_apply(const Problem& p, std::int64_t rows, int param_arrays);
+// Inline: every bf16 call asks it, a lone decode row too (an out-of-line rule had cost such a call
+// measurable nanoseconds, see ForwardRowsImpl's short rows).
+constexpr std::int64_t kMinRowsToPairParams = 4;
+constexpr std::int64_t kPairedParamBytesPerRow = 1024;
+inline bool pair_params_for_even_odd_apply(const Problem& p, std::int64_t rows, int param_arrays) {
+  const auto copied_bytes = param_arrays * p.cols * static_cast<std::int64_t>(sizeof(float));  // f32 copies
+  return param_arrays == 0 || (rows >= kMinRowsToPairParams && copied_bytes <= rows * kPairedParamBytesPerRow);
+}
 
 // BatchNorm with the highway kernels (f64: the highway-f64 compute type), see batchnorm.hpp:
 // channels [c_begin, c_end) of the (N, C, L) layout, each computed whole; the statistics of one
