@@ -247,6 +247,11 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   return layernorm_rows_overflow_l1(p) &&
          (rows_stay_cached(p, rows) || row_bytes(p) + layernorm_param_bytes(p) >= l1_bytes());
 }
+
+bool prefetch_next_long_layernorm_row(const Problem& p) {
+  const std::int64_t held = 2 * row_bytes(p) + layernorm_param_bytes(p);
+  return intel_cpu() && centres(p.norm) && 16 * held <= 17 * l2_bytes();
+}
 }  // namespace detail
 
 }  // namespace normbench

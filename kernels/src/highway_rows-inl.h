@@ -473,16 +473,18 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // f32 and bf16); on the Zen 5 VM, interleaved A/B, 1 thread, 4 rounds, LayerNorm 128x65537
     // without it: highway f32 22%, bf16 25%, highway-f64 f32 25% faster (it front-loaded two rows'
     // DRAM traffic into the statistics, leaving the apply's idle).
-    // LayerNorm's apply step does not prefetch it either: the row (128 KiB or more), its gamma
-    // and beta (twice as much again in f32) and the next row fetched ahead overflowed Zen 4's
-    // 1 MiB L2. Without it each row's statistics read streams the row from DRAM (hardware
-    // prefetcher) and the apply step re-reads it from L2. Zen 4 VM, two builds, ABBA, 6 rounds,
-    // medians of the per-round time ratio, without / with: 1 thread 128x65537 f32 0.78, bf16
-    // 0.75-0.84, highway-f64 f32 0.91; 64x131072 f32 0.83-0.89, bf16 0.91-0.99, highway-f64 0.91;
-    // 32x262144 (rows beyond L2 either way) 0.87-1.03; 2 threads 0.82-0.98, f32 32x262144 1.09
-    // (rounds 0.96-1.82). RMSNorm keeps the prefetch (its apply step reads only gamma):
-    // without it 0.90-0.97 at 65537 and 131072 columns but 1.12-1.14 at 262144, mixed.
+    // LayerNorm's apply step prefetches it only on Intel, for DRAM-sized calls whose rows fit L2
+    // with their parameters (detail::prefetch_next_long_layernorm_row): the row (128 KiB or
+    // more), its gamma and beta (twice as much again in f32) and the next row fetched ahead
+    // overflowed Zen 4's 1 MiB L2. Without it each row's statistics read streams the row from
+    // DRAM (hardware prefetcher) and the apply step re-reads it from L2. Zen 4 VM, two builds,
+    // ABBA, 6 rounds, medians of the per-round time ratio, without / with: 1 thread 128x65537 f32
+    // 0.78, bf16 0.75-0.84, highway-f64 f32 0.91; 64x131072 f32 0.83-0.89, bf16 0.91-0.99,
+    // highway-f64 0.91; 32x262144 (rows beyond L2 either way) 0.87-1.03; 2 threads 0.82-0.98, f32
+    // 32x262144 1.09 (rounds 0.96-1.82). RMSNorm keeps the prefetch (its apply step reads only
+    // gamma): without it 0.90-0.97 at 65537 and 131072 columns but 1.12-1.14 at 262144, mixed.
     const auto row_in = [&](std::int64_t r) { return static_cast<const T*>(in.x) + r * p.cols; };
+    const bool prefetch_next = !centres(p.norm) || (kStream && detail::prefetch_next_long_layernorm_row(p));
     for (std::int64_t r = row_begin; r < row_end; ++r) {
       add_rows(r, 1);
       detail::ChunkAccumulator<C> acc;
@@ -504,7 +506,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       }
       const T* x[1] = {row_in(r)};
       T* y[1] = {static_cast<T*>(b.y) + r * p.cols};
-      const T* next_row = !centres(p.norm) && r + 1 < row_end ? row_x(r + 1) : nullptr;
+      const T* next_row = prefetch_next && r + 1 < row_end ? row_x(r + 1) : nullptr;
       Apply<kStream, 1, kVariant, false, kHwBf16>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
                                                   next_row, ApplyOptionsOf(p));
     }
