@@ -953,14 +953,36 @@ HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, h
   }
 }
 
-// Runs a pipelined loop (below) as loop(even_odd, gamma, beta): in even/odd order with paired's
-// parameters where paired.on (its steps start at column 0), else in the plain order.
-template <bool kHwBf16, class D, class T, class Loop>
-HWY_INLINE void InPipelinedOrder(const PairedParams<float>& paired, const float* gamma, const float* beta,
-                                 const Loop& loop) {
+// The loop both pipelined steps (below) share: from column 0, kAccs vectors at a time, one row's
+// apply step (ApplyStep; m and rs as it takes them) and the load of the next row's same columns,
+// handed to accumulate(j, v) (v: kSumStep<D, T> vectors for accumulators j on). In even/odd order
+// with paired's parameters where paired.on (its steps start at column 0), else in the plain order.
+// Returns the columns done (a multiple of kAccs vectors).
+template <bool kHwBf16, bool kBeta, std::size_t kAccs, class D, class T, class Accumulate>
+HWY_INLINE std::size_t PipelinedSteps(D d, const T* x, T* y, std::size_t n, hn::Vec<D> m, hn::Vec<D> rs,
+                                      const float* gamma, const float* beta, const T* next,
+                                      const PairedParams<float>& paired, const Accumulate& accumulate) {
+  const std::size_t N = hn::Lanes(d);
+  constexpr std::size_t kStep = kSumStep<D, T>;
+  std::size_t i = 0;
+  const auto loop = [&](auto even_odd, const float* HWY_RESTRICT g, const float* HWY_RESTRICT bt)
+                        HWY_ATTR __attribute__((always_inline)) {
+    for (; i + kAccs * N <= n; i += kAccs * N)
+      for (std::size_t j = 0; j < kAccs; j += kStep) {
+        const std::size_t at = i + j * N;
+        ApplyStep<kHwBf16, kBeta, decltype(even_odd)::value>(d, x, y, at, m, rs, g, bt);
+        hn::Vec<D> v[kStep];
+        LoadSumStep(d, next + at, v);
+        accumulate(j, v);
+      }
+  };
   if constexpr (kBf16InPairs<D, T> && !kHwBf16)
-    if (paired.on && paired.from == 0) return loop(std::true_type{}, paired.gamma, paired.beta);
+    if (paired.on && paired.from == 0) {
+      loop(std::true_type{}, paired.gamma, paired.beta);
+      return i;
+    }
   loop(std::false_type{}, gamma, beta);
+  return i;
 }
 
 // Apply's step for columns [from, n) of one row: the columns a pipelined loop (below) leaves.
@@ -979,7 +1001,7 @@ HWY_INLINE void ApplyColumnsFrom(D d, const T* x, T* y, std::size_t from, std::s
 // neither waits for the other's chain (see PipelinedRows). The accumulators take the same values
 // in the same order as in CentredSums and every y the arithmetic of Apply, so the results are
 // those of the two steps run one after the other. y may be x (in place), as in Apply.
-// paired: gamma and beta in even/odd order as well (see InPipelinedOrder).
+// paired: gamma and beta in even/odd order as well (see PipelinedSteps).
 template <bool kHwBf16, class D, class T>
 HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, float mean, float rstd,
                                          const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta,
@@ -992,24 +1014,16 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, f
   hn::Vec<D> ca[kAcc], sa[kAcc];
   for (std::size_t j = 0; j < kAcc; ++j) ca[j] = sa[j] = hn::Zero(d);
   const auto one = OneForFmaAdds(d);
-  std::size_t i = 0;
-  const auto loop = [&](auto even_odd, const float* HWY_RESTRICT g, const float* HWY_RESTRICT bt)
-                        HWY_ATTR __attribute__((always_inline)) {
-    for (; i + kAcc * N <= n; i += kAcc * N)
-      for (std::size_t j = 0; j < kAcc; j += kStep) {
-        const std::size_t at = i + j * N;
-        ApplyStep<kHwBf16, true, decltype(even_odd)::value>(d, x, y, at, m, rs, g, bt);
-        hn::Vec<D> v[kStep];
-        LoadSumStep(d, next + at, v);
+  const std::size_t applied = PipelinedSteps<kHwBf16, true, kAcc>(
+      d, x, y, n, m, rs, gamma, beta, next, paired,
+      [&](std::size_t j, const hn::Vec<D>* v) HWY_ATTR __attribute__((always_inline)) {
         for (std::size_t q = 0; q < kStep; ++q) {
           const auto dev = hn::Sub(v[q], k);
           ca[j + q] = (j + q) % 2 ? AddOnFmaPipe(ca[j + q], dev, one) : hn::Add(ca[j + q], dev);
           sa[j + q] = hn::MulAdd(dev, dev, sa[j + q]);
         }
-      }
-  };
-  InPipelinedOrder<kHwBf16, D, T>(paired, gamma, beta, loop);
-  const std::size_t applied = i;
+      });
+  std::size_t i = applied;
   for (; i + N <= n; i += N) {  // CentredSums' tail
     const auto dev = hn::Sub(LoadRow(d, next + i), k);
     ca[0] = hn::Add(ca[0], dev);
@@ -1039,19 +1053,12 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
   const auto rs = hn::Set(d, rstd);
   hn::Vec<D> a[K];
   for (auto& v : a) v = hn::Zero(d);
-  std::size_t i = 0;
-  const auto loop = [&](auto even_odd, const float* HWY_RESTRICT g, const float*) HWY_ATTR __attribute__((always_inline)) {
-    for (; i + K * N <= n; i += K * N)
-      for (std::size_t j = 0; j < K; j += kStep) {
-        const std::size_t at = i + j * N;
-        ApplyStep<kHwBf16, false, decltype(even_odd)::value>(d, x, y, at, rs, rs, g, nullptr);
-        hn::Vec<D> v[kStep];
-        LoadSumStep(d, next + at, v);
+  const std::size_t applied = PipelinedSteps<kHwBf16, false, K>(
+      d, x, y, n, rs, rs, gamma, nullptr, next, paired,
+      [&](std::size_t j, const hn::Vec<D>* v) HWY_ATTR __attribute__((always_inline)) {
         for (std::size_t q = 0; q < kStep; ++q) a[j + q] = hn::MulAdd(v[q], v[q], a[j + q]);
-      }
-  };
-  InPipelinedOrder<kHwBf16, D, T>(paired, gamma, nullptr, loop);
-  const std::size_t applied = i;
+      });
+  std::size_t i = applied;
   for (std::size_t j = 0; i + N <= n; i += N, ++j) {  // SumsOfSquares' tail
     const auto v = LoadRow(d, next + i);
     a[j] = hn::MulAdd(v, v, a[j]);
