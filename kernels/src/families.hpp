@@ -154,13 +154,13 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // overflow 1 MiB by 16 bytes).
 // Cascade Lake VM (1 MiB L2, 35.75 MiB L3), one build toggled at run time, ABBA, 6 rounds, medians
 // of the per-round ratio of the time to the same run's stream-scale time, with / without, 1
-// thread (`highway`, `threaded`) and 2 (`threaded`): f32 128x65537 0.90-0.97, 256x65536
-// 0.90-0.92, 256x40000 0.83-0.87, 128x40000 0.79-0.88; bf16 128x65537 0.93-1.04, 256x65536
-// 0.87-0.90, 256x40000 0.84-0.86; highway-f64 0.86-0.96; but bf16 96x80000 1.01-1.14. Beyond L2:
-// f32 96x80000 0.98-1.01, 96x100000 0.95-1.07, 64x131072 1.02-1.09, 32x262144 1.05-1.16; in L3
-// with cached stores 8x65536 and 16x40000 0.96-1.16 (bf16 128x40000 0.91-0.95, not taken). A
-// Zen 4 VM had measured the prefetch slower at 128x65537 (see highway_rows-inl.h's long rows):
-// AMD keeps them without it.
+// thread (`highway`, `threaded`) and 2 (`threaded`). Streamed, within the rule: f32 128x65537
+// 0.90-0.97, 256x65536 0.90-0.92, 256x40000 0.83-0.87, 128x40000 0.79-0.88; bf16 256x65536
+// 0.87-0.90, 256x40000 0.84-0.86; highway-f64 0.86-0.96. Streamed, beyond it: f32 96x80000
+// 0.98-1.01, 96x100000 0.95-1.07, 64x131072 1.02-1.09, 32x262144 1.05-1.16. Cached stores (in L3
+// or just beyond): 8x65536, 16x40000 and bf16 96x80000 0.96-1.16, bf16 128x40000 and 128x65537
+// 0.91-1.04: not taken. A Zen 4 VM had measured the prefetch slower at 128x65537 (see
+// highway_rows-inl.h's long rows): AMD keeps them without it.
 bool prefetch_next_long_layernorm_row(const Problem& p);
 
 // Whether highway's bf16 rows with f32 compute copy gamma and beta (param_arrays of them: 0 to 2)
