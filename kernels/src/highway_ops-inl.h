@@ -101,6 +101,12 @@ HWY_INLINE hn::Vec<D> WidenF16(D df, const f16* HWY_RESTRICT p) {
 template <class D, class T>
 constexpr bool kBf16InPairs = std::is_same_v<T, bf16> && std::is_same_v<hn::TFromD<D>, float> && HWY_TARGET != HWY_SCALAR;
 
+// Whether such rows may take the apply step's even/odd order (NarrowEvenOddToBf16, gamma and beta
+// in PairedParams' order): not with AVX512-BF16 (kHwBf16), whose one conversion writes the plain
+// order.
+template <class D, class T, bool kHwBf16>
+constexpr bool kEvenOddOrder = kBf16InPairs<D, T> && !kHwBf16;
+
 template <class D>
 HWY_INLINE void WidenBf16EvenOdd(D df, const bf16* HWY_RESTRICT p, hn::Vec<D>& even, hn::Vec<D>& odd) {
   const hn::RebindToUnsigned<D> du32;
@@ -739,7 +745,7 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
   // Where gamma and beta come in even/odd order (paired.on), the steps from paired.from take the
   // values in that order too (NarrowEvenOddToBf16). Not with AVX512-BF16, whose one conversion
   // writes the plain order, nor for a widened copy of the rows (f64 compute, not paired).
-  constexpr bool kMayEvenOdd = kPairs && !kHwBf16 && std::is_same_v<TX, T>;
+  constexpr bool kMayEvenOdd = kEvenOddOrder<D, T, kHwBf16> && std::is_same_v<TX, T>;
   const std::size_t step = kPairs ? 2 * N : N;
   // even_odd: std::true_type for the even/odd order, with gamma and beta from paired.
   const auto step_columns = [&](std::size_t i, auto known, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
@@ -976,7 +982,7 @@ HWY_INLINE std::size_t PipelinedSteps(D d, const T* x, T* y, std::size_t n, hn::
         accumulate(j, v);
       }
   };
-  if constexpr (kBf16InPairs<D, T> && !kHwBf16)
+  if constexpr (kEvenOddOrder<D, T, kHwBf16>)
     if (paired.on && paired.from == 0) {
       loop(std::true_type{}, paired.gamma, paired.beta);
       return i;

@@ -306,11 +306,9 @@ const double* WidenParams(D d, const float* HWY_RESTRICT p, std::size_t n, int w
   return out.data();
 }
 
-// bf16 rows with f32 compute take Apply's even/odd order (PairedParams) where gamma and beta are
-// copied into that order once per call (per calling thread, reused across calls): see
-// detail::pair_params_for_even_odd_apply for which calls.
-template <class T, class C, bool kHwBf16>
-constexpr bool kEvenOddRows = kBf16InPairs<hn::ScalableTag<C>, T> && !kHwBf16;
+// bf16 rows with f32 compute take Apply's even/odd order (PairedParams, kEvenOddOrder) where gamma
+// and beta are copied into that order once per call (per calling thread, reused across calls):
+// see detail::pair_params_for_even_odd_apply for which calls.
 inline std::vector<float>& PairedParamsBuffer(int which) {
   thread_local std::vector<float> buffers[2];  // gamma, beta
   return buffers[which];
@@ -336,10 +334,10 @@ const float* PairParams(D d, const float* HWY_RESTRICT p, std::size_t n, std::si
 }
 
 // The PairedParams of a call of `rows` rows of p whose first row is written at y0 (off where
-// kEvenOddRows does not hold or the rule declines the call).
-template <bool kStream, bool kHwBf16, class C, class D, class T, class P>
+// kEvenOddOrder does not hold or the rule declines the call).
+template <bool kStream, bool kHwBf16, class D, class T, class P>
 PairedParams<P> PairedParamsOf(D d, const Problem& p, const P* gamma, const P* beta, const T* y0, std::int64_t rows) {
-  if constexpr (kEvenOddRows<T, C, kHwBf16>) {
+  if constexpr (kEvenOddOrder<D, T, kHwBf16>) {
     if (!detail::pair_params_for_even_odd_apply(p, rows, (gamma != nullptr) + (beta != nullptr))) return {};
     const auto n = static_cast<std::size_t>(p.cols);
     const std::size_t from = kStream ? StreamPeel(y0, n, 2 * hn::Lanes(d) * sizeof(T)) : 0;
@@ -416,8 +414,8 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       // (Apply's widest store is two vectors' worth of bf16.)
       const bool same_alignment = !kStream || static_cast<std::size_t>(p.cols) % (2 * hn::Lanes(d)) == 0;
       const std::int64_t rows = row_end - row_begin;
-      const auto paired = PairedParamsOf<kStream, kHwBf16, C>(d, p, g, bt,
-                                                              static_cast<const T*>(b.y) + row_begin * p.cols, rows);
+      const auto paired = PairedParamsOf<kStream, kHwBf16>(d, p, g, bt, static_cast<const T*>(b.y) + row_begin * p.cols,
+                                                           rows);
       // Not highway-f64 on narrower data, compute-bound there (blocked: bf16 4-8% slower, f32 mixed).
       constexpr bool kMayBlock = std::is_same_v<C, float> || std::is_same_v<T, double>;
       if (kMayBlock && g && bt && detail::block_long_layernorm_rows(p, rows)) {
