@@ -17,6 +17,8 @@
 
 #include "normbench/normbench.hpp"
 
+#include "families.hpp"
+
 namespace normbench {
 
 namespace {
@@ -217,8 +219,18 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
 // Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).
 constexpr std::int64_t kMinBlockedRows = 3;
 
+// Intel: at most this many blocks in a call, or blocks that fit half of L2 (see families.hpp).
+constexpr std::int64_t kMaxBlocksBeyondHalfL2 = 4;
+
+namespace {
+bool blocks_fit_intel_l2(const Problem& p, std::int64_t rows) {
+  return rows <= kMaxBlocksBeyondHalfL2 * kBlockRows || 2 * (3 * kBlockRows * row_bytes(p)) <= l2_bytes();
+}
+}  // namespace
+
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
-  return rows >= kMinBlockedRows && layernorm_rows_overflow_l1(p) && rows_stay_cached(p, rows);
+  return rows >= kMinBlockedRows && layernorm_rows_overflow_l1(p) && rows_stay_cached(p, rows) &&
+         (!intel_cpu() || blocks_fit_intel_l2(p, rows));
 }
 
 // Streaming from DRAM, pairs pay where one row's x and gamma and beta do not fit in L1 together, so

@@ -144,6 +144,20 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 // round); nor where no L1 overflow (f32 128x2048: the same), nor for RMSNorm, whose apply step
 // reads gamma only (pairs: f32 64x4096 19% and 256x2048 14% slower; blocks: 4x4096 and 8x4096
 // 11-17% slower, 128x8192 18% faster).
+// On Intel, blocks only where the call (each thread's rows) has at most 4 of them, or where a
+// block's x and y and the next block's x (3 * kBlockRows rows) take at most half of L2: beyond
+// that the next block's prefetch and the cached y evict the block's x before its apply step.
+// Cascade Lake VM (1 MiB L2, 32 KiB L1), one build toggled at run time, 6 rounds in rotating
+// order, medians of the per-round ratio of the time to the same run's stream-scale time, without
+// blocks (pairs) over blocks, 1 thread (`highway`, `threaded`) and 2 (`threaded`): f32 128x16384
+// (1.5 MiB held) 0.74-0.81, 128x8192 (768 KiB) 0.90-0.93; f64 128x8192 0.71-0.87, 128x4096
+// 0.87-0.95; bf16 128x16384 0.89-0.97; f16 128x16384 0.84-1.06. Blocks stay: f32 8x4096
+// 1.08-1.29, 32x4096 1.06-1.07, 128x5120 (480 KiB) 1.00-1.07, 512x4096 0.94-1.07, 8x16384 (one
+// block) 1.00-1.14; f64 32x2048 1.10-1.24, 128x2048 1.04-1.11, 32x4096 (4 blocks) 1.04-1.07; f16
+// 128x4096 0.98-1.10, 128x8192 1.01-1.17. (bf16 rows that keep blocks read 0.82-1.05 without
+// them: most faster, 128x8192 and 5120 mixed; not taken on this evidence.) Unchanged shapes in
+// the same runs: 0.92-1.11.
+inline constexpr std::int64_t kBlockRows = 8;
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 

@@ -184,7 +184,7 @@ HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r
 }
 
 // Rows of a block computed by BlockedRows (see detail::block_long_layernorm_rows).
-constexpr std::int64_t kBlockRows = 8;
+using detail::kBlockRows;
 // Columns of one block of BlockedRows' apply step: gamma and beta for them take 16 KiB, a third of
 // a 48 KiB L1, beside the block of x and y of the row being written.
 constexpr std::size_t kApplyBlockParamBytes = 16 * 1024;
