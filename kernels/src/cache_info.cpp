@@ -219,12 +219,12 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
 // Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).
 constexpr std::int64_t kMinBlockedRows = 3;
 
-// Intel: at most this many blocks in a call, or blocks that fit half of L2 (see families.hpp).
-constexpr std::int64_t kMaxBlocksBeyondHalfL2 = 4;
+// Intel: at most this many blocks in a call, or blocks that fit L2 (see families.hpp).
+constexpr std::int64_t kMaxBlocksBeyondL2 = 4;
 
 namespace {
 bool blocks_fit_intel_l2(const Problem& p, std::int64_t rows) {
-  return rows <= kMaxBlocksBeyondHalfL2 * kBlockRows || 2 * (3 * kBlockRows * row_bytes(p)) <= l2_bytes();
+  return rows <= kMaxBlocksBeyondL2 * kBlockRows || 3 * kBlockRows * row_bytes(p) <= l2_bytes();
 }
 }  // namespace
 

@@ -145,8 +145,7 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 // reads gamma only (pairs: f32 64x4096 19% and 256x2048 14% slower; blocks: 4x4096 and 8x4096
 // 11-17% slower, 128x8192 18% faster).
 // On Intel, blocks only where the call (each thread's rows) has at most 4 of them, or where a
-// block's x and y and the next block's x (3 * kBlockRows rows) take at most half of L2: beyond
-// that the next block's prefetch and the cached y evict the block's x before its apply step.
+// block's x and y and the next block's x (3 * kBlockRows rows) fit L2.
 // Cascade Lake VM (1 MiB L2, 32 KiB L1), one build toggled at run time, 6 rounds in rotating
 // order, medians of the per-round ratio of the time to the same run's stream-scale time, without
 // blocks (pairs) over blocks, 1 thread (`highway`, `threaded`) and 2 (`threaded`): f32 128x16384
@@ -156,7 +155,10 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 // block) 1.00-1.14; f64 32x2048 1.10-1.24, 128x2048 1.04-1.11, 32x4096 (4 blocks) 1.04-1.07; f16
 // 128x4096 0.98-1.10, 128x8192 1.01-1.17. (bf16 rows that keep blocks read 0.82-1.05 without
 // them: most faster, 128x8192 and 5120 mixed; not taken on this evidence.) Unchanged shapes in
-// the same runs: 0.92-1.11.
+// the same runs: 0.92-1.11. Two binaries (blocks beyond half of L2 off), ABBA, 4 rounds, new over
+// old: f32 128x16384 0.72-0.76 (4/4 rounds), f64 128x8192 0.77-0.82, 128x16384 0.84-0.87; but
+// the 768 KiB shapes level or slower (f32 128x8192 0.97-1.01, f64 128x4096 1.01-1.07; unchanged
+// shapes 0.90-1.10): so the limit is L2, not half of it.
 inline constexpr std::int64_t kBlockRows = 8;
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
