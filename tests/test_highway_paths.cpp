@@ -3,6 +3,7 @@
 // pairs or triples versus one at a time.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -78,33 +79,66 @@ TEST(HighwayPaths, ScalarFamiliesIgnoreTheStorePolicy) {
 
 TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMoreInRowsOfALineOrMore) {
   const Implementation& hw = find_implementation("highway");
-  const std::int64_t llc = last_level_cache_bytes();
+  const std::int64_t llc = store_rule_cache_bytes();
   ASSERT_GT(llc, 0);
-  // This machine's answer is the rule's for its vendor.
+  // This machine's answer is the rule's for its CPU, with the cache the rule counts.
   for (std::int64_t cols : {1024, 32768}) {
     const std::int64_t row_bytes = cols * 4;
     const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;
     for (std::int64_t rows : {rows_at_half, rows_at_half / 4}) {
       const Problem p{Norm::kLayerNorm, DType::kF32, rows, cols, 1e-5};
-      EXPECT_EQ(uses_streaming_stores(hw, p), auto_streaming_stores(p, llc, intel_cpu())) << rows << "x" << cols;
+      EXPECT_EQ(uses_streaming_stores(hw, p), auto_streaming_stores(p, llc, cached_dram_rows_cpu())) << rows << "x" << cols;
     }
   }
-  for (bool intel : {false, true}) {
-    SCOPED_TRACE(intel ? "Intel" : "not Intel");
+  for (bool cached_dram_rows : {false, true}) {
+    SCOPED_TRACE(cached_dram_rows ? "cached DRAM rows" : "streamed DRAM rows");
     const std::int64_t cols = 32768, row_bytes = cols * 4;
     const std::int64_t rows_at_half = (llc / 2 + row_bytes - 1) / row_bytes;
-    EXPECT_TRUE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF32, rows_at_half, cols, 1e-5}, llc, intel));
-    EXPECT_FALSE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF32, rows_at_half / 4, cols, 1e-5}, llc, intel));
+    EXPECT_TRUE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF32, rows_at_half, cols, 1e-5}, llc, cached_dram_rows));
+    EXPECT_FALSE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF32, rows_at_half / 4, cols, 1e-5}, llc, cached_dram_rows));
     // Rows shorter than a cache line (48 bytes here) stay cached however large the output.
     const std::int64_t short_rows = 4 * llc / 48;
-    EXPECT_FALSE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF16, short_rows, 24, 1e-5}, llc, intel));
-    // Rows of 96 bytes stream, but on Intel LayerNorm and RMSNorm rows of up to 64 KiB stay cached.
+    EXPECT_FALSE(auto_streaming_stores(Problem{Norm::kLayerNorm, DType::kF16, short_rows, 24, 1e-5}, llc, cached_dram_rows));
+    // Rows of 96 bytes stream, but with cached_dram_rows LayerNorm and RMSNorm rows of up to 64 KiB stay cached.
     for (Norm n : {Norm::kLayerNorm, Norm::kRMSNorm}) {
-      EXPECT_EQ(auto_streaming_stores(Problem{n, DType::kF16, short_rows / 2, 48, 1e-5}, llc, intel), !intel);
-      EXPECT_EQ(auto_streaming_stores(Problem{n, DType::kF32, 2 * llc / 65536, 16384, 1e-5}, llc, intel), !intel);
-      EXPECT_TRUE(auto_streaming_stores(Problem{n, DType::kF32, 2 * llc / 65540, 16385, 1e-5}, llc, intel));
+      EXPECT_EQ(auto_streaming_stores(Problem{n, DType::kF16, short_rows / 2, 48, 1e-5}, llc, cached_dram_rows), !cached_dram_rows);
+      EXPECT_EQ(auto_streaming_stores(Problem{n, DType::kF32, 2 * llc / 65536, 16384, 1e-5}, llc, cached_dram_rows), !cached_dram_rows);
+      EXPECT_TRUE(auto_streaming_stores(Problem{n, DType::kF32, 2 * llc / 65540, 16385, 1e-5}, llc, cached_dram_rows));
     }
   }
+}
+
+// The store rule counts the last-level cache up to kMaxStoreRuleCacheBytes: a call whose x and y
+// reach that much streams on any CPU but a Skylake-server one, however large the reported L3.
+TEST(HighwayPaths, StoreRuleCountsAtMostTheCappedLastLevelCache) {
+  const std::int64_t llc = last_level_cache_bytes();
+  EXPECT_EQ(store_rule_cache_bytes(), std::min(llc, kMaxStoreRuleCacheBytes));
+  const Implementation& hw = find_implementation("highway");
+  // Rows of 16 KiB whose x and y take the capped cache (2048x4096 f32, 64 MiB) or more.
+  const Problem p{Norm::kLayerNorm, DType::kF32, (kMaxStoreRuleCacheBytes / 2) / (4096 * 4), 4096, 1e-5};
+  EXPECT_EQ(uses_streaming_stores(hw, p), !cached_dram_rows_cpu());
+  // Rows of 1 MiB (over 64 KiB) stream on every CPU: 64x262144 f32 is 128 MiB of x and y.
+  EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kRMSNorm, DType::kF32, 64, 262144, 1e-5}));
+  EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kRMSNorm, DType::kF32, 1, 262144, 1e-5}));
+}
+
+// The model read from CPUID is the one the kernel reports in /proc/cpuinfo (family 6 Intel CPUs;
+// 0 on any other), and only Skylake-server models keep DRAM rows cached.
+TEST(HighwayPaths, IntelModelIsTheKernelsModel) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  if (!cpuinfo) GTEST_SKIP() << "no /proc/cpuinfo";
+  std::string line, vendor;
+  int family = -1, model = -1;
+  while (std::getline(cpuinfo, line) && (vendor.empty() || family < 0 || model < 0)) {
+    const auto value = [&] { return line.substr(line.find(':') + 1); };
+    if (line.rfind("vendor_id", 0) == 0) vendor = value();
+    else if (line.rfind("cpu family", 0) == 0) family = std::stoi(value());
+    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = std::stoi(value());
+  }
+  if (vendor.empty() || family < 0 || model < 0) GTEST_SKIP() << "not an x86 /proc/cpuinfo";
+  const bool intel6 = vendor.find("GenuineIntel") != std::string::npos && family == 6;
+  EXPECT_EQ(intel_family6_model(), intel6 ? model : 0);
+  EXPECT_EQ(cached_dram_rows_cpu(), intel6 && model == kSkylakeServerModel);
 }
 
 // The store policy's cache size: never above what glibc reports, and on an AMD CPU whose VM hides

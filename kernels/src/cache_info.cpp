@@ -109,6 +109,23 @@ bool intel_cpu() {
   return intel;
 }
 
+int intel_family6_model() {
+  static const int model = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!intel_cpu() || !__get_cpuid(1, &a, &b, &c, &d) || ((a >> 8) & 0xFu) != 6) return 0;
+    return static_cast<int>(((a >> 4) & 0xFu) | (((a >> 16) & 0xFu) << 4));
+#else
+    return 0;
+#endif
+  }();
+  return model;
+}
+
+bool cached_dram_rows_cpu() { return intel_family6_model() == kSkylakeServerModel; }
+
+std::int64_t store_rule_cache_bytes() { return std::min(last_level_cache_bytes(), kMaxStoreRuleCacheBytes); }
+
 namespace {
 constexpr std::int64_t kCacheLineBytes = 64;  // x86 (and most ARM cores)
 
@@ -116,24 +133,28 @@ constexpr std::int64_t kCacheLineBytes = 64;  // x86 (and most ARM cores)
 std::int64_t row_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(p.dtype)); }
 }  // namespace
 
-// On Intel, LayerNorm and RMSNorm rows of up to this many bytes keep cached stores in DRAM. On a
-// Cascade Lake VM (2 vCPUs, 1 MiB L2, 35.75 MiB L3) the stream-scale copy ran as fast with
-// non-temporal stores as with cached ones, but a row normalization, which reads each row twice
-// (statistics, then the apply step from L2), ran faster cached: `threaded`, `--stores cached`
-// against auto, 3 rounds in alternating processes, time as a share of the same run's ceiling,
-// median: f32 LayerNorm 1 thread 0.83-0.91 on rows of 16-64 KiB (3 of 3 rounds faster), bf16
-// RMSNorm 0.78-0.88 on rows of 8-32 KiB, f32 RMSNorm 0.96-1.02, bf16 LayerNorm 0.87-1.04; 2
-// threads f32 LayerNorm 0.86-1.02, bf16 RMSNorm 0.74-1.04. Longer rows, read from DRAM twice,
-// stayed faster streaming (f32 128x65537 RMSNorm 1.07, 1x33554432 1.02-1.06). Zen 4 and Zen 5
-// stream as before (the performance log, "Cached stores for rows of up to 64 KiB on Intel").
+// On Skylake-server Xeons (cached_dram_rows_cpu), LayerNorm and RMSNorm rows of up to this many
+// bytes keep cached stores in DRAM. On a Cascade Lake VM (2 vCPUs, 1 MiB L2, 35.75 MiB L3) the
+// stream-scale copy ran as fast with non-temporal stores as with cached ones, but a row
+// normalization, which reads each row twice (statistics, then the apply step from L2), ran faster
+// cached: `threaded`, `--stores cached` against auto, 3 rounds in alternating processes, time as a
+// share of the same run's ceiling, median: f32 LayerNorm 1 thread 0.83-0.91 on rows of 16-64 KiB
+// (3 of 3 rounds faster), bf16 RMSNorm 0.78-0.88 on rows of 8-32 KiB, f32 RMSNorm 0.96-1.02, bf16
+// LayerNorm 0.87-1.04; 2 threads f32 LayerNorm 0.86-1.02, bf16 RMSNorm 0.74-1.04. Longer rows, read
+// from DRAM twice, stayed faster streaming (f32 128x65537 RMSNorm 1.07, 1x33554432 1.02-1.06).
+// An Emerald Rapids VM (model 207) is the opposite: its non-temporal copy ran 1.5-2.3x as fast as
+// the cached one in DRAM, and streaming, every rule above unchanged, took 0.40-0.85 of the cached
+// time on f32 rows of 3-256 KiB (performance log, "Non-temporal stores on the Emerald Rapids VM").
+// Zen 4 and Zen 5 stream as before (the performance log, "Cached stores for rows of up to 64 KiB
+// on Intel").
 constexpr std::int64_t kIntelCachedRowBytes = std::int64_t{64} << 10;
 
-bool auto_streaming_stores(const Problem& p, std::int64_t llc_bytes, bool intel) {
+bool auto_streaming_stores(const Problem& p, std::int64_t llc_bytes, bool cached_dram_rows) {
   const auto element_bytes = static_cast<std::int64_t>(dtype_size(p.dtype));
   if (p.norm != Norm::kBatchNorm && stat_cols(p) * element_bytes < kCacheLineBytes) return false;
   if (2 * p.rows * row_bytes(p) < llc_bytes) return false;
   const bool row_norm = p.norm == Norm::kLayerNorm || p.norm == Norm::kRMSNorm;
-  return !(intel && row_norm && row_bytes(p) <= kIntelCachedRowBytes);
+  return !(cached_dram_rows && row_norm && row_bytes(p) <= kIntelCachedRowBytes);
 }
 
 namespace detail {
@@ -143,7 +164,7 @@ bool streaming_stores(const Problem& p, const RunConfig& cfg) {
     case StorePolicy::kStreaming: return true;
     case StorePolicy::kAuto: break;
   }
-  return auto_streaming_stores(p, last_level_cache_bytes(), intel_cpu());
+  return auto_streaming_stores(p, store_rule_cache_bytes(), cached_dram_rows_cpu());
 }
 
 // The row length that separates short rows (pairs) from long ones (the LayerNorm rules below).

@@ -39,8 +39,10 @@ void highway_apply_range(const Problem& p, const Buffers& b, std::int64_t row, s
 // 14.2 -> 22.0 GB/s; bf16 1024x4096 (y 8 MiB) 13% slower streaming, hence not for smaller y.
 // Nor for rows or GroupNorm units shorter than a cache line: each line then holds parts of two
 // rows, written partly streaming and partly cached (the peel), which stalls: f16 1048576x24 took
-// 3x as long streaming as cached (96-byte rows measured the same either way). On Intel, LayerNorm
-// and RMSNorm rows of up to 64 KiB stay cached (auto_streaming_stores in cache_info.cpp).
+// 3x as long streaming as cached (96-byte rows measured the same either way). The last-level cache
+// counts at most kMaxStoreRuleCacheBytes (a VM's share of a large socket's L3), and on
+// Skylake-server Xeons LayerNorm and RMSNorm rows of up to 64 KiB stay cached
+// (auto_streaming_stores in cache_info.cpp).
 bool streaming_stores(const Problem& p, const RunConfig& cfg);
 
 // Whether highway interleaves two rows at a time for `rows` rows of p: only short rows (<= 4 KiB)

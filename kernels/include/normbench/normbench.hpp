@@ -193,13 +193,29 @@ struct RunConfig {
 // and of its last level (32 MiB if nothing answers).
 std::int64_t data_cache_bytes(int level);
 std::int64_t last_level_cache_bytes();
-// Whether CPU 0's vendor is Intel (CPUID "GenuineIntel"); the store rule below depends on it.
+// Whether CPU 0's vendor is Intel (CPUID "GenuineIntel"); some of the kernels' rules depend on it.
 bool intel_cpu();
-// StorePolicy::kAuto's choice for p on a CPU with llc_bytes of last-level cache (intel: an Intel
-// CPU): non-temporal stores when y alone is at least half the last-level cache and rows span a
-// cache line or more, except, on Intel, LayerNorm and RMSNorm rows of up to 64 KiB (see
-// kernels/src/cache_info.cpp). uses_streaming_stores() gives this machine's answer.
-bool auto_streaming_stores(const Problem& p, std::int64_t llc_bytes, bool intel);
+// The model of an Intel family-6 CPU (CPUID leaf 1, extended model included), 0 on any other CPU.
+int intel_family6_model();
+// Skylake-SP, Cascade Lake and Cooper Lake Xeons: one server core and mesh generation, one model.
+inline constexpr int kSkylakeServerModel = 85;
+// Whether the store rule keeps LayerNorm and RMSNorm rows of up to 64 KiB cached however large the
+// output: measured faster so on a Cascade Lake VM, and slower on an Emerald Rapids VM, so only on
+// Skylake-server models (see kernels/src/cache_info.cpp).
+bool cached_dram_rows_cpu();
+// The store rule counts at most this much of the last-level cache. A 2-vCPU VM on an Emerald
+// Rapids socket reports the socket's whole 300 MiB L3, shared with every other core; there its
+// kernels ran faster streaming from 64 MiB of x and y (performance log, "Non-temporal stores on
+// the Emerald Rapids VM"). AMD's core complexes (32 MiB) and a Cascade Lake's 35.75 MiB lie below.
+inline constexpr std::int64_t kMaxStoreRuleCacheBytes = std::int64_t{64} << 20;
+// min(last_level_cache_bytes(), kMaxStoreRuleCacheBytes): the llc_bytes this machine's rule uses.
+std::int64_t store_rule_cache_bytes();
+// StorePolicy::kAuto's choice for p on a CPU with llc_bytes of last-level cache
+// (cached_dram_rows: cached_dram_rows_cpu()): non-temporal stores when y alone is at least half
+// the last-level cache and rows span a cache line or more, except, with cached_dram_rows,
+// LayerNorm and RMSNorm rows of up to 64 KiB (see kernels/src/cache_info.cpp).
+// uses_streaming_stores() gives this machine's answer.
+bool auto_streaming_stores(const Problem& p, std::int64_t llc_bytes, bool cached_dram_rows);
 
 inline constexpr int kMaxThreads = 1024;
 
