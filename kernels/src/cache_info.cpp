@@ -142,9 +142,10 @@ std::int64_t row_bytes(const Problem& p) { return p.cols * static_cast<std::int6
 // (3 of 3 rounds faster), bf16 RMSNorm 0.78-0.88 on rows of 8-32 KiB, f32 RMSNorm 0.96-1.02, bf16
 // LayerNorm 0.87-1.04; 2 threads f32 LayerNorm 0.86-1.02, bf16 RMSNorm 0.74-1.04. Longer rows, read
 // from DRAM twice, stayed faster streaming (f32 128x65537 RMSNorm 1.07, 1x33554432 1.02-1.06).
-// An Emerald Rapids VM (model 207) is the opposite: its non-temporal copy ran 1.5-2.3x as fast as
+// An Emerald Rapids VM (model 207) is the opposite: its non-temporal copy ran 1.3-2.3x as fast as
 // the cached one in DRAM, and streaming, every rule above unchanged, took 0.40-0.85 of the cached
-// time on f32 rows of 3-256 KiB (performance log, "Non-temporal stores on the Emerald Rapids VM").
+// time on f32 DRAM shapes, rows of 3 KiB to 128 MiB (performance log, "Non-temporal stores on the
+// Emerald Rapids VM").
 // Zen 4 and Zen 5 stream as before (the performance log, "Cached stores for rows of up to 64 KiB
 // on Intel").
 constexpr std::int64_t kIntelCachedRowBytes = std::int64_t{64} << 10;
