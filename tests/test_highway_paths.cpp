@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -122,23 +123,32 @@ TEST(HighwayPaths, StoreRuleCountsAtMostTheCappedLastLevelCache) {
   EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kRMSNorm, DType::kF32, 1, 262144, 1e-5}));
 }
 
+// The first value of a /proc/cpuinfo field ("model" is not "model name"), trimmed; empty where the
+// file or the field is missing.
+std::string first_cpuinfo_value(std::string_view field) {
+  const auto trim = [](std::string_view s) {
+    const auto begin = s.find_first_not_of(" \t"), end = s.find_last_not_of(" \t");
+    return begin == std::string_view::npos ? std::string() : std::string(s.substr(begin, end - begin + 1));
+  };
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && trim(std::string_view(line).substr(0, colon)) == field)
+      return trim(std::string_view(line).substr(colon + 1));
+  }
+  return {};
+}
+
 // The model read from CPUID is the one the kernel reports in /proc/cpuinfo (family 6 Intel CPUs;
 // 0 on any other), and only Skylake-server models keep DRAM rows cached.
 TEST(HighwayPaths, IntelModelIsTheKernelsModel) {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  if (!cpuinfo) GTEST_SKIP() << "no /proc/cpuinfo";
-  std::string line, vendor;
-  int family = -1, model = -1;
-  while (std::getline(cpuinfo, line) && (vendor.empty() || family < 0 || model < 0)) {
-    const auto value = [&] { return line.substr(line.find(':') + 1); };
-    if (line.rfind("vendor_id", 0) == 0) vendor = value();
-    else if (line.rfind("cpu family", 0) == 0) family = std::stoi(value());
-    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = std::stoi(value());
-  }
-  if (vendor.empty() || family < 0 || model < 0) GTEST_SKIP() << "not an x86 /proc/cpuinfo";
-  const bool intel6 = vendor.find("GenuineIntel") != std::string::npos && family == 6;
-  EXPECT_EQ(intel_family6_model(), intel6 ? model : 0);
-  EXPECT_EQ(cached_dram_rows_cpu(), intel6 && model == kSkylakeServerModel);
+  const std::string vendor = first_cpuinfo_value("vendor_id"), family = first_cpuinfo_value("cpu family"),
+                    model = first_cpuinfo_value("model");
+  if (vendor.empty() || family.empty() || model.empty()) GTEST_SKIP() << "not an x86 /proc/cpuinfo";
+  const bool intel6 = vendor == "GenuineIntel" && std::stoi(family) == 6;
+  EXPECT_EQ(intel_family6_model(), intel6 ? std::stoi(model) : 0);
+  EXPECT_EQ(cached_dram_rows_cpu(), intel6 && std::stoi(model) == kSkylakeServerModel);
 }
 
 // The store policy's cache size: never above what glibc reports, and on an AMD CPU whose VM hides
@@ -152,15 +162,7 @@ TEST(HighwayPaths, LastLevelCacheIsWhatOneCoreCanUse) {
   if (from_glibc > 0) {
     EXPECT_LE(llc, from_glibc);
   }
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  bool amd = false;
-  while (std::getline(cpuinfo, line))
-    if (line.rfind("vendor_id", 0) == 0) {
-      amd = line.find("AuthenticAMD") != std::string::npos;
-      break;
-    }
-  if (!amd || std::filesystem::exists("/sys/devices/system/cpu/cpu0/cache/index0"))
+  if (first_cpuinfo_value("vendor_id") != "AuthenticAMD" || std::filesystem::exists("/sys/devices/system/cpu/cpu0/cache/index0"))
     GTEST_SKIP() << "not an AMD CPU without sysfs cache entries";
   EXPECT_LE(llc, std::int64_t{32} << 20);
 }
