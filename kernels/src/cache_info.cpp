@@ -282,9 +282,11 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
          (rows_stay_cached(p, rows) || row_bytes(p) + layernorm_param_bytes(p) >= l1_bytes());
 }
 
+// At most this much held, whatever the L2 (measured on the Emerald Rapids VM: see families.hpp).
+constexpr std::int64_t kMaxPrefetchedLongRowsBytes = std::int64_t{3} << 19;  // 1.5 MiB
 bool prefetch_next_long_layernorm_row(const Problem& p) {
   const std::int64_t held = 2 * row_bytes(p) + layernorm_param_bytes(p);
-  return intel_cpu() && centres(p.norm) && 16 * held <= 17 * l2_bytes();
+  return intel_cpu() && centres(p.norm) && 16 * held <= 17 * l2_bytes() && held <= kMaxPrefetchedLongRowsBytes;
 }
 }  // namespace detail
 

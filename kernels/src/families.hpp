@@ -169,7 +169,7 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // row during each row's apply step, as RMSNorm's do, where they are written with streaming stores
 // (DRAM-sized calls; the caller asks only then): only on Intel, and where the row, the next one
 // and gamma and beta fit L2 (up to 1/16 over: two rows of 65537 f32 columns and their parameters
-// overflow 1 MiB by 16 bytes).
+// overflow 1 MiB by 16 bytes), and take at most 1.5 MiB.
 // Cascade Lake VM (1 MiB L2, 35.75 MiB L3), one build toggled at run time, ABBA, 6 rounds, medians
 // of the per-round ratio of the time to the same run's stream-scale time, with / without, 1
 // thread (`highway`, `threaded`) and 2 (`threaded`). Streamed, within the rule: f32 128x65537
@@ -179,6 +179,12 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // or just beyond): 8x65536, 16x40000 and bf16 96x80000 0.96-1.16, bf16 128x40000 and 128x65537
 // 0.91-1.04: not taken. A Zen 4 VM had measured the prefetch slower at 128x65537 (see
 // highway_rows-inl.h's long rows): AMD keeps them without it.
+// Emerald Rapids VM (2 MiB L2), one build toggled at run time, 6 rounds in alternating order,
+// medians of the per-round ratio of the share of the stream-scale time, without / with, f32:
+// within 1.33 MiB held it pays (1 thread 256x65536 1.32, 256x40000 1.24, 128x65537 1.09-1.17,
+// 96x87382 1.09-1.12; 2 threads 1.06-1.28), at 1.6 MiB (80x104858) it is level (1.01-1.03) and at
+// 2 MiB (64x131072, inside 17/16 of this L2) it costs (0.78-0.97): hence the 1.5 MiB cap. bf16
+// level throughout (0.97-1.13).
 bool prefetch_next_long_layernorm_row(const Problem& p);
 
 // Whether highway's bf16 rows with f32 compute copy gamma and beta (param_arrays of them: 0 to 2)

@@ -471,8 +471,8 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // f32 and bf16); on the Zen 5 VM, interleaved A/B, 1 thread, 4 rounds, LayerNorm 128x65537
     // without it: highway f32 22%, bf16 25%, highway-f64 f32 25% faster (it front-loaded two rows'
     // DRAM traffic into the statistics, leaving the apply's idle).
-    // LayerNorm's apply step prefetches it only on Intel, for DRAM-sized calls whose rows fit L2
-    // with their parameters (detail::prefetch_next_long_layernorm_row): the row (128 KiB or
+    // LayerNorm's apply step prefetches it only on Intel, for DRAM-sized calls whose two rows fit L2
+    // (and 1.5 MiB) with their parameters (detail::prefetch_next_long_layernorm_row): the row (128 KiB or
     // more), its gamma and beta (twice as much again in f32) and the next row fetched ahead
     // overflowed Zen 4's 1 MiB L2. Without it each row's statistics read streams the row from
     // DRAM (hardware prefetcher) and the apply step re-reads it from L2. Zen 4 VM, two builds,
