@@ -2,6 +2,7 @@
 // Kernels here are unchecked: normbench::forward() validates before calling them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -24,8 +25,10 @@ std::string highway_target();
 bool use_hardware_bf16_rounding();
 // One chunk (chunked_stats.hpp) of one row, with the highway kernel's arithmetic: statistics
 // (LayerNorm mean and M2, RMSNorm sum of squares in m2) and the apply step over [begin, end).
+// stream: the call writes y with non-temporal stores (the read then prefetches ahead where
+// prefetch_long_rows_ahead says so).
 void highway_chunk_stats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t chunk, double* mean,
-                         double* m2);
+                         double* m2, bool stream);
 // GroupNorm units [u_begin, u_end) (see normbench::units), each computed whole.
 void highway_group_units(const Problem& p, const Buffers& b, std::int64_t u_begin, std::int64_t u_end, bool stream);
 // h = x + residual over [begin, end) of one row (Problem::residual_add).
@@ -186,6 +189,18 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // 2 MiB (64x131072, inside 17/16 of this L2) it costs (0.78-0.97): hence the 1.5 MiB cap. bf16
 // level throughout (0.97-1.13).
 bool prefetch_next_long_layernorm_row(const Problem& p);
+
+// Whether long rows (more than one statistics chunk) written with streaming stores read
+// themselves kPrefetchAheadBytes of x ahead where no earlier step prefetched them (a call's first
+// row, rows after one whose apply step did not prefetch the next, `threaded`'s column ranges of
+// a split row): the statistics read prefetches x, the apply step x and gamma and beta (as many
+// elements ahead), into L2. Only on Intel (measured on the Emerald Rapids VM only; see
+// cache_info.cpp). On that VM the hardware prefetchers alone kept too few lines in flight where
+// each line took more instructions: a microbenchmark of the bf16 RMSNorm apply step over 64 MiB
+// of x (widen, scale, round in pairs, stream) took 1.2x the row-phased ceiling's loop (one load,
+// three multiplies), the same traffic, and with gamma and x prefetched 2-8 KiB ahead the same.
+inline constexpr std::size_t kPrefetchAheadBytes = 8 * 1024;
+bool prefetch_long_rows_ahead(const Problem& p);
 
 // Whether highway's bf16 rows with f32 compute copy gamma and beta (param_arrays of them: 0 to 2)
 // into the even/odd order of the apply step (PairedParams in highway_ops-inl.h) for a call of

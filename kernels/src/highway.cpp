@@ -46,11 +46,13 @@ void ForwardRows(const Problem& p, const Buffers& b, std::int64_t row_begin, std
 // One chunk of one row, for `threaded` when it splits long rows: statistics (the compute type's
 // values, exactly, in doubles) and the apply step over a column range.
 template <class T>
-void ChunkStatsOf(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t k, double* mean, double* m2) {
+void ChunkStatsOf(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t k, double* mean, double* m2,
+                  bool stream) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const hn::ScalableTag<C> d;
   C cm, c2;
-  ChunkStatsTyped(d, static_cast<const T*>(b.x) + row * p.cols, p.cols, k, p.norm, cm, c2);
+  const std::size_t ahead = stream && detail::prefetch_long_rows_ahead(p) ? detail::kPrefetchAheadBytes / sizeof(T) : 0;
+  ChunkStatsTyped(d, static_cast<const T*>(b.x) + row * p.cols, p.cols, k, p.norm, cm, c2, ahead);
   *mean = cm;
   *m2 = c2;
 }
@@ -69,8 +71,10 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
   C m = static_cast<C>(mean), r = static_cast<C>(rstd);
   const T* xs[1] = {x};
   T* ys[1] = {y};
-  const ApplyOptions opt = ApplyOptionsOf(p);
-  const T* none = nullptr;
+  ApplyOptions opt = ApplyOptionsOf(p);
+  // Streaming, this thread's columns read themselves ahead (see ForwardRowsImpl's long rows).
+  if (stream && detail::prefetch_long_rows_ahead(p)) opt.params_ahead = detail::kPrefetchAheadBytes / sizeof(T);
+  const T* none = opt.params_ahead ? x + opt.params_ahead : nullptr;
   if (opt.storage) {
     m = RoundScalarToStorage<T>(m);
     r = RoundScalarToStorage<T>(r);
@@ -81,8 +85,8 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
       if (stream) Apply<true, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
       else Apply<false, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
     } else {
-      if (stream) Apply<true, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none);
-      else Apply<false, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none);
+      if (stream) Apply<true, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
+      else Apply<false, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
     }
   });
   if (stream) hwy::FlushStream();
@@ -129,12 +133,13 @@ void AddRange(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t
   }
 }
 
-void ChunkStats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t k, double* mean, double* m2) {
+void ChunkStats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t k, double* mean, double* m2,
+                bool stream) {
   switch (p.dtype) {
-    case DType::kF32: return ChunkStatsOf<float>(p, b, row, k, mean, m2);
-    case DType::kF64: return ChunkStatsOf<double>(p, b, row, k, mean, m2);
-    case DType::kBF16: return ChunkStatsOf<bf16>(p, b, row, k, mean, m2);
-    case DType::kF16: return ChunkStatsOf<f16>(p, b, row, k, mean, m2);
+    case DType::kF32: return ChunkStatsOf<float>(p, b, row, k, mean, m2, stream);
+    case DType::kF64: return ChunkStatsOf<double>(p, b, row, k, mean, m2, stream);
+    case DType::kBF16: return ChunkStatsOf<bf16>(p, b, row, k, mean, m2, stream);
+    case DType::kF16: return ChunkStatsOf<f16>(p, b, row, k, mean, m2, stream);
   }
 }
 
@@ -265,8 +270,8 @@ void highway_forward(const Problem& p, const Buffers& b, const RunConfig& cfg) {
   highway_rows(p, b, 0, p.rows, streaming_stores(p, cfg));
 }
 void highway_chunk_stats(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t chunk, double* mean,
-                         double* m2) {
-  HWY_DYNAMIC_DISPATCH(ChunkStats)(p, b, row, chunk, mean, m2);
+                         double* m2, bool stream) {
+  HWY_DYNAMIC_DISPATCH(ChunkStats)(p, b, row, chunk, mean, m2, stream);
 }
 void highway_apply_range(const Problem& p, const Buffers& b, std::int64_t row, std::int64_t begin, std::int64_t end,
                          double mean, double rstd, bool stream) {

@@ -413,6 +413,10 @@ HWY_INLINE C RoundScalarToStorage(C v) {
 struct ApplyOptions {
   bool one_plus_gamma = false;
   bool storage = false;
+  // Non-temporal stores only: also prefetch gamma and beta this many elements ahead of the
+  // columns applied (the caller passes next_x = x + params_ahead for the row's own x; see
+  // detail::prefetch_long_rows_ahead). 0: not.
+  std::size_t params_ahead = 0;
 };
 
 inline ApplyOptions ApplyOptionsOf(const Problem& p) {
@@ -813,18 +817,28 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
         step_columns(i, known, std::false_type{});
       }
     } else {
-      const auto loop = [&](auto prefetch_next, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
+      // prefetch_params: gamma and beta opt.params_ahead elements ahead too, every line of a step's.
+      const auto loop = [&](auto prefetch_next, auto prefetch_params, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
+        const char* gamma_ahead = reinterpret_cast<const char*>(gamma + opt.params_ahead);
+        const char* beta_ahead = reinterpret_cast<const char*>((beta ? beta : gamma) + opt.params_ahead);
         for (; i + step <= n; i += step) {
           if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
             for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
+          if constexpr (decltype(prefetch_params)::value)
+            for (std::size_t at = i * sizeof(P); at < (i + step) * sizeof(P); at += 64) {
+              __builtin_prefetch(gamma_ahead + at, 0, 1);
+              if (beta) __builtin_prefetch(beta_ahead + at, 0, 1);
+            }
           step_columns(i, known, even_odd);
         }
       };
       const auto loop_in_order = [&](auto even_odd) HWY_ATTR __attribute__((always_inline)) {
-        if (next_x)
-          loop(std::true_type{}, even_odd);
+        if (!next_x)
+          loop(std::false_type{}, std::false_type{}, even_odd);
+        else if (kStream && !kBroadcast && opt.params_ahead && gamma)
+          loop(std::true_type{}, std::bool_constant<kStream && !kBroadcast>{}, even_odd);
         else
-          loop(std::false_type{}, even_odd);
+          loop(std::true_type{}, std::false_type{}, even_odd);
       };
       if (kMayEvenOdd && paired.on && i == paired.from)
         loop_in_order(std::bool_constant<kMayEvenOdd>{});
@@ -1078,17 +1092,20 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
 }
 
 // Statistics of chunk k of a row (see chunked_stats.hpp): LayerNorm (mean, M2), RMSNorm (-, sum x^2).
+// ahead: where nonzero, the read prefetches the row that many elements ahead of itself (into
+// the next chunk; see detail::prefetch_long_rows_ahead), through the next-rows prefetch of one row.
 template <class D, class T>
 HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t cols, std::int64_t k, Norm norm,
-                                hn::TFromD<D>& mean, hn::TFromD<D>& m2) {
+                                hn::TFromD<D>& mean, hn::TFromD<D>& m2, std::size_t ahead = 0) {
   const std::int64_t begin = k * detail::kStatsChunk;
   const auto n = static_cast<std::size_t>(std::min(cols - begin, detail::kStatsChunk));
   const T* x[1] = {row + begin};
+  const T* next = ahead ? x[0] + ahead : nullptr;
   mean = 0;
   if (centres(norm))
-    BlockStats<1>(d, x, n, &mean, &m2);
+    BlockStats<1>(d, x, n, &mean, &m2, next);
   else
-    SumsOfSquares<1>(d, x, n, &m2);
+    SumsOfSquares<1>(d, x, n, &m2, next);
 }
 
 }  // namespace HWY_NAMESPACE

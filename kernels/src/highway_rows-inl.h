@@ -483,12 +483,16 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // gamma): without it 0.90-0.97 at 65537 and 131072 columns but 1.12-1.14 at 262144, mixed.
     const auto row_in = [&](std::int64_t r) { return static_cast<const T*>(in.x) + r * p.cols; };
     const bool prefetch_next = !centres(p.norm) || (kStream && detail::prefetch_next_long_layernorm_row(p));
+    // A row that the previous row's apply step did not prefetch reads itself ahead in both steps,
+    // gamma and beta too in the apply step (Intel, streaming: detail::prefetch_long_rows_ahead).
+    const std::size_t ahead = kStream && detail::prefetch_long_rows_ahead(p) ? detail::kPrefetchAheadBytes / sizeof(T) : 0;
     for (std::int64_t r = row_begin; r < row_end; ++r) {
       add_rows(r, 1);
       detail::ChunkAccumulator<C> acc;
+      const bool prefetched = prefetch_next && r > row_begin;
       for (std::int64_t k = 0; k < chunks; ++k) {
         C chunk_mean, chunk_m2;
-        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2);
+        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2, prefetched ? 0 : ahead);
         const C count = static_cast<C>(std::min(p.cols - k * detail::kStatsChunk, detail::kStatsChunk));
         if (centres(p.norm))
           acc.add_layernorm(count, chunk_mean, chunk_m2);
@@ -504,9 +508,12 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       }
       const T* x[1] = {row_in(r)};
       T* y[1] = {static_cast<T*>(b.y) + r * p.cols};
-      const T* next_row = prefetch_next && r + 1 < row_end ? row_x(r + 1) : nullptr;
+      const bool next = prefetch_next && r + 1 < row_end;
+      ApplyOptions opt = ApplyOptionsOf(p);
+      if (!next) opt.params_ahead = ahead;
+      const T* next_row = next ? row_x(r + 1) : ahead ? x[0] + ahead : nullptr;
       Apply<kStream, 1, kVariant, false, kHwBf16>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
-                                                  next_row, ApplyOptionsOf(p));
+                                                  next_row, opt);
     }
   }
   if constexpr (kStream) hwy::FlushStream();  // order the non-temporal stores before what follows

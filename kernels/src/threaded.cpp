@@ -51,7 +51,7 @@ void split_long_rows(const Problem& p, const Buffers& b_in, int threads, bool st
       double* mean = stats.data() + (r % 2) * 2 * chunks;
       double* m2 = mean + chunks;
       if (p.residual_add && col_begin < col_end) highway_add_range(p, b_in, r, col_begin, col_end);
-      for (std::int64_t k = k_begin; k < k_end; ++k) highway_chunk_stats(p, b, r, k, &mean[k], &m2[k]);
+      for (std::int64_t k = k_begin; k < k_end; ++k) highway_chunk_stats(p, b, r, k, &mean[k], &m2[k], stream);
       if (n > 1) row_stats_done.arrive_and_wait();
       double row_mean, rstd;
       if (p.dtype == DType::kF64)
