@@ -819,15 +819,17 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
     } else {
       // prefetch_params: gamma and beta opt.params_ahead elements ahead too, every line of a step's.
       const auto loop = [&](auto prefetch_next, auto prefetch_params, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
-        const char* gamma_ahead = reinterpret_cast<const char*>(gamma + opt.params_ahead);
-        const char* beta_ahead = reinterpret_cast<const char*>((beta ? beta : gamma) + opt.params_ahead);
+        // Addresses as integers: past the parameters' end near the row's end, never null + offset
+        // (gamma is given in that mode; beta may not be).
+        const std::uintptr_t gamma_ahead = reinterpret_cast<std::uintptr_t>(gamma) + opt.params_ahead * sizeof(P);
+        const std::uintptr_t beta_ahead = beta ? reinterpret_cast<std::uintptr_t>(beta) + opt.params_ahead * sizeof(P) : 0;
         for (; i + step <= n; i += step) {
           if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
             for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
           if constexpr (decltype(prefetch_params)::value)
             for (std::size_t at = i * sizeof(P); at < (i + step) * sizeof(P); at += 64) {
-              __builtin_prefetch(gamma_ahead + at, 0, 1);
-              if (beta) __builtin_prefetch(beta_ahead + at, 0, 1);
+              __builtin_prefetch(reinterpret_cast<const void*>(gamma_ahead + at), 0, 1);
+              if (beta_ahead) __builtin_prefetch(reinterpret_cast<const void*>(beta_ahead + at), 0, 1);
             }
           step_columns(i, known, even_odd);
         }
