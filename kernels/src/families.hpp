@@ -201,6 +201,12 @@ bool prefetch_next_long_layernorm_row(const Problem& p);
 // three multiplies), the same traffic, and with gamma and x prefetched 2-8 KiB ahead the same.
 inline constexpr std::size_t kPrefetchAheadBytes = 8 * 1024;
 bool prefetch_long_rows_ahead(const Problem& p);
+// How many elements of T ahead such rows read themselves in a call (stream: non-temporal
+// stores), 0 where they do not.
+template <class T>
+std::size_t long_rows_ahead_elements(const Problem& p, bool stream) {
+  return stream && prefetch_long_rows_ahead(p) ? kPrefetchAheadBytes / sizeof(T) : 0;
+}
 
 // Whether highway's bf16 rows with f32 compute copy gamma and beta (param_arrays of them: 0 to 2)
 // into the even/odd order of the apply step (PairedParams in highway_ops-inl.h) for a call of

@@ -51,8 +51,8 @@ void ChunkStatsOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const hn::ScalableTag<C> d;
   C cm, c2;
-  const std::size_t ahead = stream && detail::prefetch_long_rows_ahead(p) ? detail::kPrefetchAheadBytes / sizeof(T) : 0;
-  ChunkStatsTyped(d, static_cast<const T*>(b.x) + row * p.cols, p.cols, k, p.norm, cm, c2, ahead);
+  ChunkStatsTyped(d, static_cast<const T*>(b.x) + row * p.cols, p.cols, k, p.norm, cm, c2,
+                  detail::long_rows_ahead_elements<T>(p, stream));
   *mean = cm;
   *m2 = c2;
 }
@@ -73,7 +73,7 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
   T* ys[1] = {y};
   ApplyOptions opt = ApplyOptionsOf(p);
   // Streaming, this thread's columns read themselves ahead (see ForwardRowsImpl's long rows).
-  if (stream && detail::prefetch_long_rows_ahead(p)) opt.params_ahead = detail::kPrefetchAheadBytes / sizeof(T);
+  opt.params_ahead = detail::long_rows_ahead_elements<T>(p, stream);
   const T* none = opt.params_ahead ? x + opt.params_ahead : nullptr;
   if (opt.storage) {
     m = RoundScalarToStorage<T>(m);

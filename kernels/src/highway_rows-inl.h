@@ -486,7 +486,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // A row that the previous row's apply step did not prefetch reads itself ahead in both steps,
     // gamma and beta too in the apply step (Intel, streaming: detail::prefetch_long_rows_ahead).
     // Near a row's end these addresses pass it: prefetches of them never fault.
-    const std::size_t ahead = kStream && detail::prefetch_long_rows_ahead(p) ? detail::kPrefetchAheadBytes / sizeof(T) : 0;
+    const std::size_t ahead = detail::long_rows_ahead_elements<T>(p, kStream);
     for (std::int64_t r = row_begin; r < row_end; ++r) {
       add_rows(r, 1);
       detail::ChunkAccumulator<C> acc;
