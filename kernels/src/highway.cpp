@@ -73,8 +73,8 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
   T* ys[1] = {y};
   ApplyOptions opt = ApplyOptionsOf(p);
   // Streaming, this thread's columns read themselves ahead (see ForwardRowsImpl's long rows).
-  opt.params_ahead = detail::long_rows_ahead_elements<T>(p, stream);
-  const T* none = opt.params_ahead ? x + opt.params_ahead : nullptr;
+  opt.read_ahead = detail::long_rows_ahead_elements<T>(p, stream);
+  const T* const no_next_row = nullptr;
   if (opt.storage) {
     m = RoundScalarToStorage<T>(m);
     r = RoundScalarToStorage<T>(r);
@@ -82,11 +82,11 @@ void ApplyRangeOf(const Problem& p, const Buffers& b, std::int64_t row, std::int
   WithBf16Rounding<T, C>([&](auto hw_bf16) HWY_ATTR {
     constexpr bool kHw = decltype(hw_bf16)::value;
     if (opt.one_plus_gamma || opt.storage) {
-      if (stream) Apply<true, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
-      else Apply<false, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
+      if (stream) Apply<true, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, no_next_row, opt);
+      else Apply<false, 1, true, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, no_next_row, opt);
     } else {
-      if (stream) Apply<true, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
-      else Apply<false, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, none, opt);
+      if (stream) Apply<true, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, no_next_row, opt);
+      else Apply<false, 1, false, false, kHw>(d, xs, ys, n, &m, &r, gamma, beta, no_next_row, opt);
     }
   });
   if (stream) hwy::FlushStream();

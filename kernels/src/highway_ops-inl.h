@@ -413,10 +413,10 @@ HWY_INLINE C RoundScalarToStorage(C v) {
 struct ApplyOptions {
   bool one_plus_gamma = false;
   bool storage = false;
-  // Non-temporal stores only: also prefetch gamma and beta this many elements ahead of the
-  // columns applied (the caller passes next_x = x + params_ahead for the row's own x; see
+  // Non-temporal stores, one row (R == 1) of T, no next row given: prefetch the row's own x and
+  // gamma and beta this many elements ahead of the columns applied (see
   // detail::prefetch_long_rows_ahead). 0: not.
-  std::size_t params_ahead = 0;
+  std::size_t read_ahead = 0;
 };
 
 inline ApplyOptions ApplyOptionsOf(const Problem& p) {
@@ -683,6 +683,9 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
                       const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
                       const T* next_x, ApplyOptions opt = {}, PairedParams<P> paired = {}) {
   const std::size_t N = hn::Lanes(d);
+  // A row that reads itself ahead (opt.read_ahead) prefetches its own x as it would a next row's.
+  if constexpr (R == 1 && std::is_same_v<TX, T>)
+    if (!next_x && opt.read_ahead) next_x = x[0] + opt.read_ahead;
   hn::Vec<D> m[R], rs[R];
   for (std::size_t r = 0; r < R; ++r) {
     m[r] = hn::Set(d, mean[r]);
@@ -817,12 +820,12 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
         step_columns(i, known, std::false_type{});
       }
     } else {
-      // prefetch_params: gamma and beta opt.params_ahead elements ahead too, every line of a step's.
+      // prefetch_params: gamma and beta opt.read_ahead elements ahead too, every line of a step's.
       const auto loop = [&](auto prefetch_next, auto prefetch_params, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
         // Addresses as integers: past the parameters' end near the row's end, never null + offset
         // (gamma is given in that mode; beta may not be).
-        const std::uintptr_t gamma_ahead = reinterpret_cast<std::uintptr_t>(gamma) + opt.params_ahead * sizeof(P);
-        const std::uintptr_t beta_ahead = beta ? reinterpret_cast<std::uintptr_t>(beta) + opt.params_ahead * sizeof(P) : 0;
+        const std::uintptr_t gamma_ahead = reinterpret_cast<std::uintptr_t>(gamma) + opt.read_ahead * sizeof(P);
+        const std::uintptr_t beta_ahead = beta ? reinterpret_cast<std::uintptr_t>(beta) + opt.read_ahead * sizeof(P) : 0;
         for (; i + step <= n; i += step) {
           if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
             for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
@@ -837,7 +840,7 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
       const auto loop_in_order = [&](auto even_odd) HWY_ATTR __attribute__((always_inline)) {
         if (!next_x)
           loop(std::false_type{}, std::false_type{}, even_odd);
-        else if (kStream && !kBroadcast && opt.params_ahead && gamma)
+        else if (kStream && !kBroadcast && opt.read_ahead && gamma)
           loop(std::true_type{}, std::bool_constant<kStream && !kBroadcast>{}, even_odd);
         else
           loop(std::true_type{}, std::false_type{}, even_odd);
