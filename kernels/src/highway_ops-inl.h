@@ -413,9 +413,9 @@ HWY_INLINE C RoundScalarToStorage(C v) {
 struct ApplyOptions {
   bool one_plus_gamma = false;
   bool storage = false;
-  // Non-temporal stores, one row (R == 1) of T, no next row given: prefetch the row's own x and
-  // gamma and beta this many elements ahead of the columns applied (see
-  // detail::prefetch_long_rows_ahead). 0: not.
+  // Non-temporal stores, one row (R == 1) of T: prefetch the row's own x and gamma and beta this
+  // many elements ahead of the columns applied (see detail::prefetch_long_rows_ahead). 0: not.
+  // Ignored where the call gives a next row (that row is prefetched instead).
   std::size_t read_ahead = 0;
 };
 
@@ -683,9 +683,15 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
                       const hn::TFromD<D>* rstd, const P* HWY_RESTRICT gamma, const P* HWY_RESTRICT beta,
                       const T* next_x, ApplyOptions opt = {}, PairedParams<P> paired = {}) {
   const std::size_t N = hn::Lanes(d);
-  // A row that reads itself ahead (opt.read_ahead) prefetches its own x as it would a next row's.
-  if constexpr (R == 1 && std::is_same_v<TX, T>)
-    if (!next_x && opt.read_ahead) next_x = x[0] + opt.read_ahead;
+  // A row that reads itself ahead (opt.read_ahead, no next row given) prefetches its own x as it
+  // would a next row's, and gamma and beta too (prefetch_params below); a given next row wins.
+  bool reads_own_row_ahead = false;
+  if constexpr (R == 1 && std::is_same_v<TX, T>) {
+    if (!next_x && opt.read_ahead) {
+      next_x = x[0] + opt.read_ahead;
+      reads_own_row_ahead = true;
+    }
+  }
   hn::Vec<D> m[R], rs[R];
   for (std::size_t r = 0; r < R; ++r) {
     m[r] = hn::Set(d, mean[r]);
@@ -840,7 +846,7 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
       const auto loop_in_order = [&](auto even_odd) HWY_ATTR __attribute__((always_inline)) {
         if (!next_x)
           loop(std::false_type{}, std::false_type{}, even_odd);
-        else if (kStream && !kBroadcast && opt.read_ahead && gamma)
+        else if (kStream && !kBroadcast && reads_own_row_ahead && gamma)
           loop(std::true_type{}, std::bool_constant<kStream && !kBroadcast>{}, even_odd);
         else
           loop(std::true_type{}, std::false_type{}, even_odd);

@@ -511,7 +511,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       T* y[1] = {static_cast<T*>(b.y) + r * p.cols};
       const bool next = prefetch_next && r + 1 < row_end;
       ApplyOptions opt = ApplyOptionsOf(p);
-      if (!next) opt.read_ahead = ahead;
+      opt.read_ahead = ahead;  // used only by a row with no next row to prefetch
       const T* next_row = next ? row_x(r + 1) : nullptr;
       Apply<kStream, 1, kVariant, false, kHwBf16>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
                                                   next_row, opt);
