@@ -289,6 +289,8 @@ bool prefetch_next_long_layernorm_row(const Problem& p) {
   return intel_cpu() && centres(p.norm) && 16 * held <= 17 * l2_bytes() && held <= kMaxPrefetchedLongRowsBytes;
 }
 
+bool prefetch_next_rows_in_rms_stats() { return !intel_cpu(); }
+
 // Only where the row's parameters overflow L2 (every row then streams them from beyond it):
 // with 1 MiB of gamma and beta (f32 LayerNorm 64x131072, no next-row prefetch) reading ahead had
 // measured 1.07 (1 thread) and 1.13 (2 threads) of the time without it.

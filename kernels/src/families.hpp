@@ -190,6 +190,15 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // level throughout (0.97-1.13).
 bool prefetch_next_long_layernorm_row(const Problem& p);
 
+// Whether highway's 16-bit RMSNorm rows of 8 KiB or more written with streaming stores prefetch
+// the next rows during their statistics read too (kRmsPrefetchInStats in highway_rows-inl.h,
+// measured faster on AMD): not on Intel. Emerald Rapids VM, one build toggled at run time, 12
+// rounds in rotating order, medians of the per-round ratio of the share of the stream-scale time,
+// without / with, `highway` 1 thread and `threaded` 1 and 2: bf16 2048x8192 0.79-0.83,
+// 4096x4096 0.72-0.81, 2048x16384 0.85-0.88, 8192x4096 0.76-0.92 (7-12 of 12 rounds faster);
+// f32 RMSNorm, which the rule leaves alone, 0.91-1.15 in the same runs.
+bool prefetch_next_rows_in_rms_stats();
+
 // Whether long rows (more than one statistics chunk) written with streaming stores read
 // themselves kPrefetchAheadBytes of x ahead where no earlier step prefetched them (a call's first
 // row, rows after one whose apply step did not prefetch the next, `threaded`'s column ranges of

@@ -50,6 +50,7 @@ constexpr std::size_t kPrefetchInStatsBytes = 8 * 1024;
 // before (bf16 and f16, `highway` and `threaded`), 3072x6144 bf16 0.82, 8192x4096 bf16
 // 0.91-0.97, f16 0.94-1.08; 16384x4096 0.94-1.06 and 2048x5120 1.01, with the ceilings moving
 // as much. The first measurement (above) had read 8 KiB bf16 rows as mixed.
+// Not on Intel (detail::prefetch_next_rows_in_rms_stats), where it measured slower.
 // Only where it was measured to win: streaming stores, 16-bit data, f32 compute. highway-f64 keeps
 // the code it had (compute-bound; its instantiations with this prefetch had also shown the -O2
 // sanitizer build's miscompilation, reports/baselines/PERFORMANCE-LOG.md, "The sanitizer build's
@@ -129,7 +130,10 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
     BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
   else
     SumsOfSquares<R>(d, x, n, m2,
-                     kRmsPrefetchInStats<kStream, T, C> && n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
+                     kRmsPrefetchInStats<kStream, T, C> && n * R * sizeof(T) >= kPrefetchInStatsBytes &&
+                             detail::prefetch_next_rows_in_rms_stats()
+                         ? next_x
+                         : nullptr);
   for (std::size_t k = 0; k < R; ++k)
     rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
   Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p), paired);
