@@ -255,6 +255,10 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
          (!intel_cpu() || blocks_fit_intel_l2(p, rows));
 }
 
+bool block_long_f32_rows_in_f64(const Problem& p, std::int64_t rows) {
+  return intel_cpu() && block_long_layernorm_rows(p, rows);
+}
+
 // Streaming from DRAM, pairs pay where one row's x and gamma and beta do not fit in L1 together, so
 // that a single row's apply step re-reads the parameters from L2 (a pair reads them once for two
 // rows). Zen 5 VM (48 KiB L1), interleaved A/B, 1 thread, 4 rounds x 3 repetitions, pairs against

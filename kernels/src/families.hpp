@@ -167,6 +167,18 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 inline constexpr std::int64_t kBlockRows = 8;
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
+// block_long_f32_rows_in_f64: the same blocks for highway-f64 on f32 rows (f64 compute), on Intel
+// only. Its apply step is bound by the f64 arithmetic and conversions, and with the parameters
+// widened to f64 (twice their f32 bytes) a pair of 4096-float rows re-reads 64 KiB of gamma and
+// beta from L2 each time: an L1-resident microbenchmark of the f32-in-f64 apply step took 0.60
+// cycles a value on 768-float rows and 0.96 on 4096-float ones. Emerald Rapids VM, one build
+// toggled at run time, 8 rounds in alternating order, medians of the per-round ratio of the share
+// of the stream-scale time, blocks over pairs, 1 thread: 8x4096 0.89, 64x4096 0.78, 128x4096 0.79,
+// 128x8192 0.94, 512x4096 0.95; beyond 64 MiB (which this VM's 300 MiB L3 counts as cached)
+// 2048x4096 0.89, 2048x5120 0.92, 2048x8192 0.91, 4096x4096 and 8192x4096 0.96 (rounds 0.74-1.33);
+// the unaffected 10923x768 in the same runs 1.11 (0.86-1.65). Not on AMD: a Zen VM had read the
+// f32 rows mixed (bf16 4-8% slower, which stays in pairs everywhere).
+bool block_long_f32_rows_in_f64(const Problem& p, std::int64_t rows);
 
 // Whether highway's LayerNorm rows longer than one chunk (chunked_stats.hpp) prefetch the next
 // row during each row's apply step, as RMSNorm's do, where they are written with streaming stores

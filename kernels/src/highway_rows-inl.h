@@ -420,9 +420,11 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       const std::int64_t rows = row_end - row_begin;
       const auto paired = PairedParamsOf<kStream, kHwBf16>(d, p, g, bt, static_cast<const T*>(b.y) + row_begin * p.cols,
                                                            rows);
-      // Not highway-f64 on narrower data, compute-bound there (blocked: bf16 4-8% slower, f32 mixed).
-      constexpr bool kMayBlock = std::is_same_v<C, float> || std::is_same_v<T, double>;
-      if (kMayBlock && g && bt && detail::block_long_layernorm_rows(p, rows)) {
+      // Not highway-f64 on 16-bit data, compute-bound there (blocked: bf16 4-8% slower); on f32 rows
+      // only on Intel (see detail::block_long_f32_rows_in_f64).
+      constexpr bool kMayBlock = std::is_same_v<C, float> || std::is_same_v<T, double> || kF32InF64<T, C>;
+      if (kMayBlock && g && bt &&
+          (kF32InF64<T, C> ? detail::block_long_f32_rows_in_f64(p, rows) : detail::block_long_layernorm_rows(p, rows))) {
         for (; r < row_end; r += kBlockRows) {
           const std::int64_t count = std::min(kBlockRows, row_end - r), next = r + count;
           add_rows(r, count);
