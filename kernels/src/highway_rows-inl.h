@@ -422,7 +422,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
                                                            rows);
       // Not highway-f64 on 16-bit data, compute-bound there (blocked: bf16 4-8% slower); on f32 rows
       // only on Intel (see detail::block_long_f32_rows_in_f64).
-      constexpr bool kMayBlock = std::is_same_v<C, float> || std::is_same_v<T, double> || kF32InF64<T, C>;
+      constexpr bool kMayBlock = !(std::is_same_v<C, double> && sizeof(T) == 2);
       if (kMayBlock && g && bt &&
           (kF32InF64<T, C> ? detail::block_long_f32_rows_in_f64(p, rows) : detail::block_long_layernorm_rows(p, rows))) {
         for (; r < row_end; r += kBlockRows) {
