@@ -178,6 +178,12 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // 2048x4096 0.89, 2048x5120 0.92, 2048x8192 0.91, 4096x4096 and 8192x4096 0.96 (rounds 0.74-1.33);
 // the unaffected 10923x768 in the same runs 1.11 (0.86-1.65). Not on AMD: a Zen VM had read the
 // f32 rows mixed (bf16 4-8% slower, which stays in pairs everywhere).
+// Its L1 test counts gamma and beta at f64 width, so that rows of 2049-3072 floats block too
+// (48 KiB L1; they had run one at a time): one build toggled at run time, 8 and 10 rounds, then
+// two binaries, 8 rounds, new over old: 16x3072 0.88, 0.69, 0.90; 128x3072 0.92, 0.95, 0.79; 1024x3072 0.89, 0.90, 0.86;
+// 4096x3072 0.79; 128x2560 0.96, 0.91, 0.94; 2048x2560 0.91. Rows of exactly 2048 floats, whose x
+// and y and f64 parameters fill L1 exactly, read 0.92-1.05 over 64-4096 rows and stay one at a time
+// (the test is strict); unchanged controls 0.97-1.09.
 bool block_long_f32_rows_in_f64(const Problem& p, std::int64_t rows);
 
 // Whether highway's LayerNorm rows longer than one chunk (chunked_stats.hpp) prefetch the next
