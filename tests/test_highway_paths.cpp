@@ -27,7 +27,8 @@ namespace {
 // blocked, 5x2100 where a 32 KiB L1 blocks the other two), LayerNorm rows overflowing L1 with their parameters
 // (2x4096: a pair; 5x4096: one block of rows applied column block by column block; 11x4500: a
 // block of 8 and one of 3, the last column block ragged; highway-f64 on Intel also blocks 4x3000,
-// 5x2100 and 24x3000, its parameters widened to f64 overflowing L1), an odd row count (a lone last row),
+// 5x2100 and 24x3000, its parameters widened to f64 overflowing L1, and RMSNorm's 5x4096 and
+// 11x4500 with gamma alone), an odd row count (a lone last row),
 // ragged tails, rows longer than one statistics chunk. bf16 calls copy gamma and beta into the
 // apply step's even/odd order only where that costs at most 1 KiB of them per row (see
 // pair_params_for_even_odd_apply): 64x1000, 7x33 and 7x768 (short rows), 24x2100 (pipelined),

@@ -185,13 +185,15 @@ std::int64_t l1_bytes() {
   return l1;
 }
 
-// Whether a LayerNorm row (with gamma and beta, param_bytes of them) is longer than
-// kShortRowBytes and its x and y and the parameters overflow L1, so that its apply step re-reads
-// gamma and beta from L2.
-bool layernorm_rows_overflow_l1(const Problem& p, std::int64_t param_bytes) {
-  return centres(p.norm) && row_bytes(p) > kShortRowBytes && 2 * row_bytes(p) + param_bytes > l1_bytes();
+// Whether a row is longer than kShortRowBytes and its x and y and param_bytes of parameters
+// overflow L1, so that its apply step re-reads the parameters from L2.
+bool rows_overflow_l1(const Problem& p, std::int64_t param_bytes) {
+  return row_bytes(p) > kShortRowBytes && 2 * row_bytes(p) + param_bytes > l1_bytes();
 }
-bool layernorm_rows_overflow_l1(const Problem& p) { return layernorm_rows_overflow_l1(p, layernorm_param_bytes(p)); }
+// The same for a LayerNorm row with gamma and beta.
+bool layernorm_rows_overflow_l1(const Problem& p) {
+  return centres(p.norm) && rows_overflow_l1(p, layernorm_param_bytes(p));
+}
 
 std::int64_t l2_bytes() {
   static const std::int64_t l2 = data_cache_bytes(2) > 0 ? data_cache_bytes(2) : std::int64_t{512} << 10;
@@ -251,20 +253,21 @@ bool blocks_fit_intel_l2(const Problem& p, std::int64_t rows) {
   return rows <= kMaxBlocksBeyondL2 * kBlockRows || 3 * kBlockRows * row_bytes(p) <= l2_bytes();
 }
 
-// block_long_layernorm_rows with param_bytes of gamma and beta read by the apply step.
+// The block rule for rows whose apply step reads param_bytes of parameters.
 bool block_long_rows(const Problem& p, std::int64_t rows, std::int64_t param_bytes) {
-  return rows >= kMinBlockedRows && layernorm_rows_overflow_l1(p, param_bytes) && rows_stay_cached(p, rows) &&
+  return rows >= kMinBlockedRows && rows_overflow_l1(p, param_bytes) && rows_stay_cached(p, rows) &&
          (!intel_cpu() || blocks_fit_intel_l2(p, rows));
 }
 }  // namespace
 
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
-  return block_long_rows(p, rows, layernorm_param_bytes(p));
+  return centres(p.norm) && block_long_rows(p, rows, layernorm_param_bytes(p));
 }
 
-// The parameters counted as the apply step reads them: widened to f64, twice their f32 bytes.
+// LayerNorm's gamma and beta, or RMSNorm's gamma, counted as the apply step reads them: widened
+// to f64, twice their f32 bytes.
 bool block_long_f32_rows_in_f64(const Problem& p, std::int64_t rows) {
-  return intel_cpu() && block_long_rows(p, rows, 2 * layernorm_param_bytes(p));
+  return intel_cpu() && block_long_rows(p, rows, 2 * (centres(p.norm) ? layernorm_param_bytes(p) : gamma_bytes(p)));
 }
 
 // Streaming from DRAM, pairs pay where one row's x and gamma and beta do not fit in L1 together, so

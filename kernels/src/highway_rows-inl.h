@@ -195,7 +195,7 @@ constexpr std::size_t kApplyBlockParamBytes = 16 * 1024;
 
 // count (<= kBlockRows) whole rows of at most one chunk each, starting at row r: the statistics
 // of every row, then the apply step column block by column block, each block of gamma and beta
-// applied to every row while it is in L1. A row's x is read back from L2 instead of L1, so this
+// (RMSNorm's gamma alone, for highway-f64) applied to every row while it is in L1. A row's x is read back from L2 instead of L1, so this
 // pays where the rows are long enough that x, y, gamma and beta overflow L1 (4.5 lines moved from
 // L2 per output vector had bounded 8x4096 at under half the ceiling). Interleaved A/B against the
 // pairs before it, 1 thread: see families.hpp. The same arithmetic per element, so the results
@@ -214,7 +214,11 @@ HWY_INLINE void BlockedRows(const Problem& p, const Buffers& b, std::int64_t r, 
     x[k] = static_cast<const T*>(b.x) + (r + k) * p.cols;
     y[k] = static_cast<T*>(b.y) + (r + k) * p.cols;
     C m2;
-    BlockStats<1>(d, &x[k], n, &mean[k], &m2);
+    mean[k] = 0;
+    if (centres(p.norm))
+      BlockStats<1>(d, &x[k], n, &mean[k], &m2);
+    else
+      SumsOfSquares<1>(d, &x[k], n, &m2);
     rstd[k] = RowScale<kVariant, T>(p, b, r + k, mean[k], m2);
   }
   // A multiple of two vectors (Apply's bf16 step), so that only a row's last block has a tail.
@@ -226,7 +230,8 @@ HWY_INLINE void BlockedRows(const Problem& p, const Buffers& b, std::int64_t r, 
       const T* xs[1] = {x[k] + c0};
       T* ys[1] = {y[k] + c0};
       const T* next = k < next_count ? next_x + k * p.cols + c0 : nullptr;
-      Apply<kStream, 1, kVariant, false, kHwBf16>(d, xs, ys, len, &mean[k], &rstd[k], gamma + c0, beta + c0, next,
+      Apply<kStream, 1, kVariant, false, kHwBf16>(d, xs, ys, len, &mean[k], &rstd[k], gamma + c0,
+                                                  beta ? beta + c0 : nullptr, next,
                                                   ApplyOptionsOf(p), paired.at(c0));
     }
   }
@@ -420,10 +425,11 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       const std::int64_t rows = row_end - row_begin;
       const auto paired = PairedParamsOf<kStream, kHwBf16>(d, p, g, bt, static_cast<const T*>(b.y) + row_begin * p.cols,
                                                            rows);
+      // LayerNorm with gamma and beta; RMSNorm with gamma alone only for highway-f64 on f32 rows.
       // Not highway-f64 on 16-bit data, compute-bound there (blocked: bf16 4-8% slower); on f32 rows
       // only on Intel (see detail::block_long_f32_rows_in_f64).
       constexpr bool kMayBlock = !(std::is_same_v<C, double> && sizeof(T) == 2);
-      if (kMayBlock && g && bt &&
+      if (kMayBlock && g && (centres(p.norm) ? bt != nullptr : kF32InF64<T, C> && bt == nullptr) &&
           (kF32InF64<T, C> ? detail::block_long_f32_rows_in_f64(p, rows) : detail::block_long_layernorm_rows(p, rows))) {
         for (; r < row_end; r += kBlockRows) {
           const std::int64_t count = std::min(kBlockRows, row_end - r), next = r + count;
