@@ -180,16 +180,18 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // f32 rows mixed (bf16 4-8% slower, which stays in pairs everywhere).
 // Its L1 test counts gamma and beta at f64 width, so that rows of 2049-3072 floats block too
 // (48 KiB L1; they had run one at a time): one build toggled at run time, 8 and 10 rounds, then
-// two binaries, 8 rounds, new over old: 16x3072 0.88, 0.69, 0.90; 128x3072 0.92, 0.95, 0.79; 1024x3072 0.89, 0.90, 0.86;
-// 4096x3072 0.79; 128x2560 0.96, 0.91, 0.94; 2048x2560 0.91. Rows of exactly 2048 floats, whose x
-// and y and f64 parameters fill L1 exactly, read 0.92-1.05 over 64-4096 rows and stay one at a time
-// (the test is strict); unchanged controls 0.97-1.09.
+// two binaries, 8 rounds, new over old: 16x3072 0.88, 0.69, 0.90; 128x3072 0.92, 0.95, 0.79;
+// 1024x3072 0.89, 0.90, 0.86; 4096x3072 0.79; 128x2560 0.96, 0.91, 0.94; 2048x2560 0.91. Rows of
+// exactly 2048 floats, whose x and y and f64 parameters fill L1 exactly, read 0.92-1.05 over
+// 64-4096 rows and stay one at a time (the test is strict); unchanged controls 0.97-1.09.
 // RMSNorm rows too, their f64 gamma alone counted (rows over 3072 floats; they had run one at a
 // time; `highway`'s f32 RMSNorm blocks had measured mixed, and it keeps its rows): one build
 // toggled at run time, two A/Bs of 10 rounds, blocks over single rows: 8x4096 0.78, 0.86; 32x4096
 // 0.81; 64x4096 0.87, 0.85; 128x4096 0.96, 1.00; 512x4096 0.98, 1.01; 128x8192 0.96, 0.93;
 // 2048x8192 0.91, 0.95; 4096x4096 1.00, 0.96; 2048x4096 1.12 (rounds 0.79-1.61), 0.90; 128x5120
-// 1.01; controls (128x2048, 1024x768) 0.99-1.02.
+// 1.01; controls (128x2048, 1024x768) 0.99-1.02. Two binaries, 6 rounds, new over old: 8x4096
+// 0.76, 32x4096 0.77, 64x4096 0.82, 128x4096 0.94, 2048x4096 0.90, 128x8192 0.99, 2048x8192 0.90;
+// 1024x768 0.99.
 bool block_long_f32_rows_in_f64(const Problem& p, std::int64_t rows);
 
 // Whether highway's LayerNorm rows longer than one chunk (chunked_stats.hpp) prefetch the next

@@ -195,9 +195,10 @@ constexpr std::size_t kApplyBlockParamBytes = 16 * 1024;
 
 // count (<= kBlockRows) whole rows of at most one chunk each, starting at row r: the statistics
 // of every row, then the apply step column block by column block, each block of gamma and beta
-// (RMSNorm's gamma alone, for highway-f64) applied to every row while it is in L1. A row's x is read back from L2 instead of L1, so this
-// pays where the rows are long enough that x, y, gamma and beta overflow L1 (4.5 lines moved from
-// L2 per output vector had bounded 8x4096 at under half the ceiling). Interleaved A/B against the
+// (RMSNorm's gamma alone, for highway-f64) applied to every row while it is in L1. A row's x is
+// read back from L2 instead of L1, so this pays where the rows are long enough that x, y and the
+// parameters overflow L1 (4.5 lines moved from L2 per output vector had bounded 8x4096 at under
+// half the ceiling). Interleaved A/B against the
 // pairs before it, 1 thread: see families.hpp. The same arithmetic per element, so the results
 // are those of rows computed alone.
 // next_x: the next block's first next_count rows, prefetched into L2 by the apply step.
