@@ -176,9 +176,11 @@ constexpr std::int64_t kMinPipelinedRmsNormRows = 3;
 constexpr std::int64_t kMaxPipelinedRowBytes = 2 * kShortRowBytes;
 
 namespace {
-// Bytes of gamma, and of a LayerNorm row's gamma and beta together (row_bytes is above).
+// Bytes of gamma, of a LayerNorm row's gamma and beta together, and of the norm's own parameters
+// (LayerNorm's gamma and beta, RMSNorm's gamma) (row_bytes is above).
 std::int64_t gamma_bytes(const Problem& p) { return p.cols * static_cast<std::int64_t>(dtype_size(param_dtype(p.dtype))); }
 std::int64_t layernorm_param_bytes(const Problem& p) { return 2 * gamma_bytes(p); }
+std::int64_t norm_param_bytes(const Problem& p) { return centres(p.norm) ? layernorm_param_bytes(p) : gamma_bytes(p); }
 
 std::int64_t l1_bytes() {
   static const std::int64_t l1 = data_cache_bytes(1) > 0 ? data_cache_bytes(1) : std::int64_t{32} << 10;
@@ -222,8 +224,7 @@ bool call_within_cached_share(const Problem& p) {
 // overflows L1 reads the next row from L3 while evicting its own lines (see pipeline_short_rows
 // in families.hpp).
 bool pipelined_rows_fit_l1(const Problem& p) {
-  const std::int64_t params = centres(p.norm) ? layernorm_param_bytes(p) : gamma_bytes(p);
-  return 3 * row_bytes(p) + params <= l1_bytes();
+  return 3 * row_bytes(p) + norm_param_bytes(p) <= l1_bytes();
 }
 }  // namespace
 
@@ -267,7 +268,7 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 // LayerNorm's gamma and beta, or RMSNorm's gamma, counted as the apply step reads them: widened
 // to f64, twice their f32 bytes.
 bool block_long_f32_rows_in_f64(const Problem& p, std::int64_t rows) {
-  return intel_cpu() && block_long_rows(p, rows, 2 * (centres(p.norm) ? layernorm_param_bytes(p) : gamma_bytes(p)));
+  return intel_cpu() && block_long_rows(p, rows, 2 * norm_param_bytes(p));
 }
 
 // Streaming from DRAM, pairs pay where one row's x and gamma and beta do not fit in L1 together, so
@@ -310,8 +311,7 @@ bool prefetch_next_rows_in_rms_stats() { return !intel_cpu(); }
 // with 1 MiB of gamma and beta (f32 LayerNorm 64x131072, no next-row prefetch) reading ahead had
 // measured 1.07 (1 thread) and 1.13 (2 threads) of the time without it.
 bool prefetch_long_rows_ahead(const Problem& p) {
-  const std::int64_t params = centres(p.norm) ? layernorm_param_bytes(p) : gamma_bytes(p);
-  return intel_cpu() && params > l2_bytes();
+  return intel_cpu() && norm_param_bytes(p) > l2_bytes();
 }
 }  // namespace detail
 
