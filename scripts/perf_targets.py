@@ -24,6 +24,15 @@ commit 0080009) add, to each fraction row, the best kernel's share of its norm's
 ceiling (lowest shape) and that ceiling's own share of the stream-scale one, and to the oneDNN
 row how much faster than oneDNN the row-phased ceiling itself ran: a kernel that reads each row
 before writing it is not expected to beat that ratio.
+
+The last column says, for a target that is not met, what bounds it in the same run, shape by
+shape: each shape under the goal against its tightest bound (row-phased ceiling, or over oneDNN;
+the ceiling's parallel cost; the A/A control; highway-f64's row length in cache). "bounded": at
+every such shape a bound of the machine or the measurement sits under the goal as well, so no
+kernel moving that traffic (or timed that noisily) meets it in this run; "compute-bound": the
+tightest is the kernel's own compute speed (a limit of its code, not of the machine); "open": some
+shape has room left, or no bound was measured for it. A closing line counts the four outcomes;
+--per-run cells of missed targets carry the word, and "met in" how many runs had it bounded.
 """
 import csv
 import math
@@ -93,17 +102,62 @@ def shape(r):
     return f"{r['rows']}x{r['cols']}"
 
 
+# What a missed target's shapes are bounded by, in the same run. "traffic": the norm's row-phased
+# ceiling (its own bytes in the order a normalization must move them), or for the oneDNN row how
+# much faster than oneDNN that ceiling ran; "parallel cost": what the ceiling's own 2-thread split
+# costs; "noise": the A/A control, the same call timed under two names. All three are limits of
+# the machine or of the measurement. "compute": the kernel's own speed at that row length in cache,
+# a limit of its code, not of the machine.
+MACHINE_BOUNDS = ("traffic", "parallel cost", "noise")
+
+
+def verdict(met, misses, goal):
+    """(status, text) of a target. misses: (shape, value, [(bound, kind, label), ...]) for each
+    shape under the goal. A shape is bounded where its tightest bound in the run is under the goal
+    too: no kernel moving that traffic (or timed that noisily) could have met it there. status:
+    "met"; "open" where any missing shape has every bound at or above the goal (or none measured),
+    so a faster kernel could still meet it; "compute-bound" where some shape's tightest bound is
+    the kernel's own compute speed; "bounded" where every missing shape is held under the goal by
+    the machine or the measurement."""
+    if met:
+        return "met", ""
+    if not misses:
+        return "open", "no shape under the goal: the geometric mean misses"
+    classified = []
+    for s, value, bounds in misses:
+        known = [b for b in bounds if not math.isnan(b[0])]
+        tight = min(known) if known else None
+        if tight is None or tight[0] >= goal:
+            status = "open"
+        else:
+            status = "bounded" if tight[1] in MACHINE_BOUNDS else "compute-bound"
+        classified.append((status, s, value, tight))
+    order = {"open": 0, "compute-bound": 1, "bounded": 2}
+    classified.sort(key=lambda c: (order[c[0]], c[2]))
+    overall = classified[0][0]
+    counts = {k: sum(c[0] == k for c in classified) for k in order}
+    parts = [f"{n} {k}" for k, n in counts.items() if n]
+    shown = []
+    for status, s, value, tight in classified[:3]:
+        bound = "no bound measured" if tight is None else f"{tight[2]} {near(tight[0], goal)}"
+        shown.append(f"{s} {near(value, goal)}, {bound}")
+    more = f"; {len(classified) - 3} more" if len(classified) > 3 else ""
+    return overall, f"{overall}: {len(misses)} shape(s) under the goal ({', '.join(parts)}): {'; '.join(shown)}{more}"
+
+
 def targets(rows):
-    """One (what, measured text, goal text, met, headline) per target the rows have data for; the
-    headline is the measured text's first number with its shape (the per-run table's cell)."""
+    """One (what, measured text, goal text, met, headline, verdict) per target the rows have data
+    for; the headline is the measured text's first number with its shape (the per-run table's cell),
+    the verdict what bounds a missed target in the same run (see verdict())."""
     out = []
 
-    def row(what, measured, target, met, headline):
-        out.append((what, measured, target, met, headline))
+    def row(what, measured, target, met, headline, misses=(), goal=math.nan):
+        out.append((what, measured, target, met, headline, verdict(met, misses, goal)))
 
     # 1. best normbench LayerNorm vs oneDNN, 1 thread, transformer shapes.
     transformer = {(t, h) for t in (1, 128, 2048) for h in (768, 1024, 2048, 4096, 5120, 8192, 16384)}
     ratios = []
+    by_onednn_shape = {}  # shape: best kernel over oneDNN
     worst = None
     phased_over_onednn = {}  # shape: how much faster than oneDNN the row-phased ceiling itself ran
     for r in pick(rows, norm="layernorm", implementation="onednn", dtype="f32", threads=1):
@@ -118,6 +172,7 @@ def targets(rows):
         if ours:
             ratio = fnum(r["time_median_ns"]) / min(ours)
             ratios.append(ratio)
+            by_onednn_shape[shape(r)] = ratio
             if worst is None or ratio < worst[0]:
                 worst = (ratio, shape(r))
     if ratios:
@@ -129,7 +184,9 @@ def targets(rows):
         row(f"best LayerNorm / oneDNN, 1 thread, {len(ratios)} transformer shapes",
             f"min {near(worst[0], 1.3)}x ({worst[1]}), geomean {near(geomean(ratios), 1.5)}x{bound}",
             ">= 1.3x, geomean >= 1.5x", worst[0] >= 1.3 and geomean(ratios) >= 1.5,
-            f"min {near(worst[0], 1.3)}x ({worst[1]}), geomean {near(geomean(ratios), 1.5)}x")
+            f"min {near(worst[0], 1.3)}x ({worst[1]}), geomean {near(geomean(ratios), 1.5)}x",
+            [(s, v, [(phased_over_onednn.get(s, math.nan), "traffic", "row-phased ceiling over oneDNN")])
+             for s, v in by_onednn_shape.items() if v < 1.3], 1.3)
 
     def best_frac(norm, dtype, threads, pred, impls):
         """min and max over qualifying shapes of the best implementation's frac_of_ceiling."""
@@ -148,7 +205,8 @@ def targets(rows):
             by_shape[s] = v + (fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan,)
         return by_shape
 
-    def frac_row(what, by_shape, target, extra=""):
+    def frac_row(what, by_shape, target, extra="", compute=lambda s: math.nan):
+        """compute(shape): that shape's compute bound as a fraction of its ceiling, NaN if none."""
         if not by_shape:
             return
         lo = min(by_shape.items(), key=lambda kv: kv[1][0])
@@ -163,27 +221,44 @@ def targets(rows):
                         f"{min(v[3] for v in phased.values()):.2f}-{max(v[3] for v in phased.values()):.2f} "
                         f"of the ceiling ({lo[0]}: {by_shape[lo[0]][3]:.2f})")
         row(what, f"{near(lo[1][0], target)} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}{extra}",
-            f">= {target:.2f}", lo[1][0] >= target, f"{near(lo[1][0], target)} ({lo[0]})")
+            f">= {target:.2f}", lo[1][0] >= target, f"{near(lo[1][0], target)} ({lo[0]})",
+            [(s, v[0], [(v[3], "traffic", "row-phased ceiling"), (compute(s), "compute", "compute in cache")])
+             for s, v in by_shape.items() if v[0] < target], target)
 
-    def same_row_length_bound(impl_rows, lowest):
-        """The lowest DRAM shape's own compute limit: the fastest cache-resident (<= 2 MiB) run of its
-        row length, in elements/s, over that shape's ceiling in f32 elements/s. Only rows of more than
-        one statistics chunk (32768 values): those take one code path whatever the row count (one
-        row at a time, chunked statistics), so one cached row measures what each DRAM row computes.
-        Shorter rows take paths that depend on the row count (pairs, widened parameters)."""
-        r_lo, c_lo = lowest.split("x")
+    def row_length_rate(impl_rows, s):
+        """A DRAM shape's own compute limit: the fastest cache-resident (<= 2 MiB) run of its row
+        length, in elements/s, and that shape's ceiling in f32 elements/s (as (fastest run, rate,
+        ceiling, the shape's run)), or None. Only rows of more than one statistics chunk (32768
+        values): those take one code path whatever the row count (one row at a time, chunked
+        statistics), so one cached row measures what each DRAM row computes. Shorter rows take
+        paths that depend on the row count (pairs, widened parameters)."""
+        r_lo, c_lo = s.split("x")
         if int(c_lo) <= 32768:
-            return ""
+            return None
         cached = [r for r in impl_rows if r["cols"] == c_lo and fnum(r["working_set_bytes"]) <= 2 * 2**20]
         dram_row = [r for r in impl_rows if r["rows"] == r_lo and r["cols"] == c_lo]
         if not cached or not dram_row:
-            return ""
+            return None
         fastest = max(cached, key=lambda r: fnum(r.get("gelems_per_s_median")))
-        rate, ceiling = fnum(fastest.get("gelems_per_s_median")), fnum(dram_row[0]["ceiling_gbps"]) / 8
-        kernel = fnum(dram_row[0].get("gelems_per_s_median"))
+        return fastest, fnum(fastest.get("gelems_per_s_median")), fnum(dram_row[0]["ceiling_gbps"]) / 8, dram_row[0]
+
+    def same_row_length_bound(impl_rows, lowest):
+        """The lowest DRAM shape's row_length_rate, as text beside its row."""
+        found = row_length_rate(impl_rows, lowest)
+        if found is None:
+            return ""
+        fastest, rate, ceiling, dram_row = found
+        kernel = fnum(dram_row.get("gelems_per_s_median"))
         return (f"; at {lowest} its row length computes at most {rate:.2f} G elements/s in cache ({shape(fastest)}), "
                 f"{rate / ceiling:.2f} of {lowest}'s ceiling ({ceiling:.2f}); the kernel there {kernel:.2f}, "
                 f"{kernel / rate:.2f} of that")
+
+    def compute_bound(impl_rows):
+        """shape -> its row_length_rate as a fraction of its ceiling (NaN where none)."""
+        def bound(s):
+            found = row_length_rate(impl_rows, s)
+            return math.nan if found is None else found[1] / found[2]
+        return bound
 
     dram = lambda ws: ws >= 64 * 2**20
     l2 = lambda ws: ws <= 512 * 2**10
@@ -222,7 +297,7 @@ def targets(rows):
         by_shape = best_frac(norm, "f32", 1, dram, ("highway-f64",))
         if by_shape:
             extra += same_row_length_bound(f64_rows, min(by_shape, key=lambda s: by_shape[s][0]))
-        frac_row(f"highway-f64 {norm}, DRAM, 1 thread", by_shape, 0.85, extra)
+        frac_row(f"highway-f64 {norm}, DRAM, 1 thread", by_shape, 0.85, extra, compute_bound(f64_rows))
 
     # 2 threads vs 1 thread, L2-resident for both cores, >= 64 rows. The bound beside it: the
     # same shape's ordinary-store ceiling splits its copy over threads as `threaded` splits rows,
@@ -253,7 +328,9 @@ def targets(rows):
             text += (f"; the ceiling's own parallel cost bounds them at {min(bounds):.2f}x to {max(bounds):.2f}x "
                      f"({below} of {len(bounds)} bounds below 1.8x); {lo[1]}'s bound {lo[2]:.2f}x")
         row(f"threaded 2 threads / best 1 thread, L2-resident, >= 64 rows ({len(speedups)} cases)", text, ">= 1.8x",
-            lo[0] >= 1.8, f"{near(lo[0], 1.8)}x ({lo[1]})")
+            lo[0] >= 1.8, f"{near(lo[0], 1.8)}x ({lo[1]})",
+            [(c, v, [(b, "parallel cost", "the ceiling's parallel cost bounds it at")]) for v, c, b in speedups if v < 1.8],
+            1.8)
 
     # threaded at 2 threads on fewer rows than threads, vs highway. For one row short of two
     # statistics chunks per thread `threaded` makes highway's own call, so beside it the same run's
@@ -280,14 +357,22 @@ def targets(rows):
             below = sum(v < 0.95 for v, _ in control)
             text += (f"; A/A control, `threaded` at 1 thread (the same call) over `highway`: min {c[0]:.2f}x ({c[1]}), "
                      f"{below} of {len(control)} below 0.95x")
+        # A shape is within the run's noise where it reads no lower than the lowest A/A control:
+        # the same call against itself read that far from 1 in this run.
+        noise = min(control)[0] if control else math.nan
         row(f"threaded (2 threads) / highway, rows < threads ({len(decode)} cases)", text, ">= 0.95x", lo[0] >= 0.95,
-            headline)
+            headline, [(c, v, [(noise if v >= noise else math.nan, "noise", "the A/A control as low as")])
+                       for v, c in decode if v < 0.95], 0.95)
 
     # One huge row split across threads.
     for r in pick(rows, implementation="threaded", dtype="f32", threads=2, rows=1, cols=33554432):
-        row(f"{r['norm']} 1x33554432, threaded 2 threads", f"{near(fnum(r['frac_of_ceiling']), 0.9)} of the 2-thread ceiling "
+        frac = fnum(r["frac_of_ceiling"])
+        phased = pick(rows, norm=r["norm"], implementation="row-phased", dtype="f32", threads=2, rows=1, cols=33554432)
+        phased_frac = fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan
+        row(f"{r['norm']} 1x33554432, threaded 2 threads", f"{near(frac, 0.9)} of the 2-thread ceiling "
             f"({fnum(r['gbps_median']):.1f} GB/s; non-temporal ceiling {fnum(r['frac_of_nt_ceiling']):.2f})",
-            ">= 0.90", fnum(r["frac_of_ceiling"]) >= 0.90, near(fnum(r["frac_of_ceiling"]), 0.9))
+            ">= 0.90", frac >= 0.90, near(frac, 0.9),
+            [("1x33554432", frac, [(phased_frac, "traffic", "row-phased ceiling")])] if frac < 0.90 else [], 0.90)
     return out
 
 
@@ -304,10 +389,22 @@ def print_pooled(paths):
     line = pages_line(rows[0])
     if line:
         print(line)
-    print("| target | measured | goal | met |")
-    print("|---|---|---|---|")
-    for what, measured, target, met, _ in targets(rows):
-        print(f"| {what} | {measured} | {target} | {'yes' if met else '**no**'} |")
+    table = targets(rows)
+    print("| target | measured | goal | met | if not met: what bounds it in this run |")
+    print("|---|---|---|---|---|")
+    for what, measured, target, met, _, (_, why) in table:
+        print(f"| {what} | {measured} | {target} | {'yes' if met else '**no**'} | {why or '-'} |")
+    print()
+    print(summary([t[5][0] for t in table]))
+
+
+def summary(statuses):
+    """One line: how many targets were met, and how many of the rest each kind of bound holds."""
+    n = {k: statuses.count(k) for k in ("met", "bounded", "compute-bound", "open")}
+    return (f"{n['met']} of {len(statuses)} targets met; not met: {n['bounded']} bounded by the machine or the "
+            f"measurement in this run (row-phased ceiling, parallel cost or A/A control under the goal at every "
+            f"missing shape), {n['compute-bound']} by the kernel's own compute speed, {n['open']} open (a missing "
+            f"shape whose bounds in this run leave room, or none measured).")
 
 
 def target_key(what):
@@ -342,9 +439,12 @@ def print_per_run(paths):
     print("|---|---|" + "---|" * len(runs) + "---|")
     for k in keys:
         have = [table[k] for _, table in runs if k in table]
-        cells = [(table[k][4] if table[k][3] else f"**{table[k][4]}**") if k in table else "-" for _, table in runs]
+        cells = [(table[k][4] if table[k][3] else f"**{table[k][4]}** {table[k][5][0]}") if k in table else "-"
+                 for _, table in runs]
         met = sum(t[3] for t in have)
-        print(f"| {have[0][0]} | {have[0][2]} | " + " | ".join(cells) + f" | {met} of {len(have)} |")
+        bounded = sum(t[5][0] == "bounded" for t in have)
+        print(f"| {have[0][0]} | {have[0][2]} | " + " | ".join(cells) + f" | {met} of {len(have)}"
+              + (f", bounded in {bounded}" if bounded else "") + " |")
 
 
 if __name__ == "__main__":
