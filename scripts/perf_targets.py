@@ -27,7 +27,8 @@ before writing it is not expected to beat that ratio.
 
 The last column says, for a target that is not met, what bounds it in the same run, shape by
 shape: each shape under the goal against its tightest bound (row-phased ceiling, or over oneDNN;
-the ceiling's parallel cost; the A/A control; highway-f64's row length in cache). "bounded": at
+the ceiling's parallel cost; the A/A control, whose c counts as far from 1 as 1/c; highway-f64's
+row length in cache). "bounded": at
 every such shape a bound of the machine or the measurement sits under the goal as well, so no
 kernel moving that traffic (or timed that noisily) meets it in this run; "compute-bound": the
 tightest is the kernel's own compute speed (a limit of its code, not of the machine); "open": some
@@ -227,11 +228,12 @@ def targets(rows):
 
     def row_length_rate(impl_rows, s):
         """A DRAM shape's own compute limit: the fastest cache-resident (<= 2 MiB) run of its row
-        length, in elements/s, and that shape's ceiling in f32 elements/s (as (fastest run, rate,
-        ceiling, the shape's run)), or None. Only rows of more than one statistics chunk (32768
-        values): those take one code path whatever the row count (one row at a time, chunked
-        statistics), so one cached row measures what each DRAM row computes. Shorter rows take
-        paths that depend on the row count (pairs, widened parameters)."""
+        length, in elements/s, and that shape's ceiling in elements/s of its dtype (as (fastest run,
+        rate, ceiling, the shape's run)), or None. Only rows of more than one statistics chunk
+        (32768 values): those take one code path whatever the row count and the stores (one row at
+        a time, chunked statistics), so one cached row measures what each DRAM row computes.
+        Shorter rows take paths that depend on the row count and the stores (pipelined rows with
+        cached stores, pairs or triples with streaming ones, parameters widened once per call)."""
         r_lo, c_lo = s.split("x")
         if int(c_lo) <= 32768:
             return None
@@ -240,7 +242,9 @@ def targets(rows):
         if not cached or not dram_row:
             return None
         fastest = max(cached, key=lambda r: fnum(r.get("gelems_per_s_median")))
-        return fastest, fnum(fastest.get("gelems_per_s_median")), fnum(dram_row[0]["ceiling_gbps"]) / 8, dram_row[0]
+        element_bytes = 2 * {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}[dram_row[0]["dtype"]]  # x read, y written
+        return (fastest, fnum(fastest.get("gelems_per_s_median")), fnum(dram_row[0]["ceiling_gbps"]) / element_bytes,
+                dram_row[0])
 
     def same_row_length_bound(impl_rows, lowest):
         """The lowest DRAM shape's row_length_rate, as text beside its row."""
@@ -254,7 +258,8 @@ def targets(rows):
                 f"{kernel / rate:.2f} of that")
 
     def compute_bound(impl_rows):
-        """shape -> its row_length_rate as a fraction of its ceiling (NaN where none)."""
+        """shape -> its row_length_rate as a fraction of its ceiling (NaN where none): the verdict's
+        compute bound, a limit of the implementations' code at that row length."""
         def bound(s):
             found = row_length_rate(impl_rows, s)
             return math.nan if found is None else found[1] / found[2]
@@ -282,15 +287,17 @@ def targets(rows):
 
     for norm in ("layernorm", "rmsnorm"):
         for th in (1, 2):
-            frac_row(f"{norm}, DRAM (>= 64 MiB), {th} thread(s)", best_frac(norm, "f32", th, dram, fast), 0.90)
+            frac_row(f"{norm}, DRAM (>= 64 MiB), {th} thread(s)", best_frac(norm, "f32", th, dram, fast), 0.90,
+                     compute=compute_bound(compute_speed(norm, "f32", th, fast)[0]))
     frac_row("layernorm, L2 (<= 512 KiB), 1 thread", best_frac("layernorm", "f32", 1, l2, fast), 0.65)
     frac_row("rmsnorm, L2 (<= 512 KiB), 1 thread", best_frac("rmsnorm", "f32", 1, l2, fast), 0.75)
     # bf16 beside its compute speed: without AVX512-BF16 each value's rounding to bf16 costs several
     # vector operations, and the rows compute barely faster than DRAM moves them (Cascade Lake).
     for norm in ("layernorm", "rmsnorm"):
         for th in (1, 2):
-            frac_row(f"bf16 {norm}, DRAM, {th} thread(s)", best_frac(norm, "bf16", th, dram, fast), 0.80,
-                     compute_speed(norm, "bf16", th, fast)[1])
+            impl_rows, extra = compute_speed(norm, "bf16", th, fast)
+            frac_row(f"bf16 {norm}, DRAM, {th} thread(s)", best_frac(norm, "bf16", th, dram, fast), 0.80, extra,
+                     compute_bound(impl_rows))
     # highway-f64 beside its compute speed (f32 data, f64 arithmetic).
     for norm in ("layernorm", "rmsnorm"):
         f64_rows, extra = compute_speed(norm, "f32", 1, ("highway-f64",))
@@ -357,11 +364,12 @@ def targets(rows):
             below = sum(v < 0.95 for v, _ in control)
             text += (f"; A/A control, `threaded` at 1 thread (the same call) over `highway`: min {c[0]:.2f}x ({c[1]}), "
                      f"{below} of {len(control)} below 0.95x")
-        # A shape is within the run's noise where it reads no lower than the lowest A/A control:
-        # the same call against itself read that far from 1 in this run.
-        noise = min(control)[0] if control else math.nan
+        # A shape is within the run's noise where it reads no farther from 1 than an A/A control
+        # did: the same call against itself. Either name may land in the slow mode, so a control
+        # of c says as much as one of 1/c (a control of 1.12 is the other name's 0.89).
+        noise = min(min(v, 1 / v) for v, _ in control) if control else math.nan
         row(f"threaded (2 threads) / highway, rows < threads ({len(decode)} cases)", text, ">= 0.95x", lo[0] >= 0.95,
-            headline, [(c, v, [(noise if v >= noise else math.nan, "noise", "the A/A control as low as")])
+            headline, [(c, v, [(noise if v >= noise else math.nan, "noise", "an A/A control as far from 1 as")])
                        for v, c in decode if v < 0.95], 0.95)
 
     # One huge row split across threads.
