@@ -27,13 +27,13 @@ before writing it is not expected to beat that ratio.
 
 The last column says, for a target that is not met, what bounds it in the same run, shape by
 shape: each shape under the goal against its tightest bound (row-phased ceiling, or over oneDNN;
-the ceiling's parallel cost; the A/A control, whose c counts as far from 1 as 1/c; highway-f64's
-row length in cache). "bounded": at
-every such shape a bound of the machine or the measurement sits under the goal as well, so no
-kernel moving that traffic (or timed that noisily) meets it in this run; "compute-bound": the
-tightest is the kernel's own compute speed (a limit of its code, not of the machine); "open": some
-shape has room left, or no bound was measured for it. A closing line counts the four outcomes;
---per-run cells of missed targets carry the word, and "met in" how many runs had it bounded.
+the ceiling's parallel cost; the A/A control, whose c counts as far from 1 as 1/c; the row length
+in cache, for rows of more than one statistics chunk). "bounded": at every such shape a bound of
+the machine or the measurement sits under the goal as well, so no kernel moving that traffic (or
+timed that noisily) meets it in this run; "compute-bound": the tightest is the kernel's own
+compute speed (a limit of its code, not of the machine); "open": some shape has room left, or no
+bound was measured for it. A closing line counts the four outcomes; --per-run cells of missed
+targets carry the word, and "met in" how many runs had it bounded.
 """
 import csv
 import math
@@ -139,7 +139,7 @@ def verdict(met, misses, goal):
     counts = {k: sum(c[0] == k for c in classified) for k in order}
     parts = [f"{n} {k}" for k, n in counts.items() if n]
     shown = []
-    for status, s, value, tight in classified[:3]:
+    for _, s, value, tight in classified[:3]:
         bound = "no bound measured" if tight is None else f"{tight[2]} {near(tight[0], goal)}"
         shown.append(f"{s} {near(value, goal)}, {bound}")
     more = f"; {len(classified) - 3} more" if len(classified) > 3 else ""
