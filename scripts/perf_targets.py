@@ -103,6 +103,9 @@ def shape(r):
     return f"{r['rows']}x{r['cols']}"
 
 
+DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}
+
+
 # What a missed target's shapes are bounded by, in the same run. "traffic": the norm's row-phased
 # ceiling (its own bytes in the order a normalization must move them), or for the oneDNN row how
 # much faster than oneDNN that ceiling ran; "parallel cost": what the ceiling's own 2-thread split
@@ -189,6 +192,13 @@ def targets(rows):
             [(s, v, [(phased_over_onednn.get(s, math.nan), "traffic", "row-phased ceiling over oneDNN")])
              for s, v in by_onednn_shape.items() if v < 1.3], 1.3)
 
+    def phased_frac(norm, dtype, threads, s):
+        """The same run's row-phased ceiling of this norm at shape s (reports from c. 2026-11-24 on),
+        as a fraction of the stream-scale ceiling: the share of it that the norm's traffic allows."""
+        r, c = s.split("x")
+        phased = pick(rows, norm=norm, implementation="row-phased", dtype=dtype, threads=threads, rows=r, cols=c)
+        return fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan
+
     def best_frac(norm, dtype, threads, pred, impls):
         """min and max over qualifying shapes of the best implementation's frac_of_ceiling."""
         by_shape = {}
@@ -198,12 +208,8 @@ def targets(rows):
                 s = shape(r)
                 if s not in by_shape or f > by_shape[s][0]:
                     by_shape[s] = (f, r["implementation"], fnum(r.get("frac_of_nt_ceiling")))
-        # The same run's row-phased ceiling of this norm (reports from c. 2026-11-24 on), as a
-        # fraction of the stream-scale ceiling: the share of it that the norm's traffic allows.
         for s, v in list(by_shape.items()):
-            phased = pick(rows, norm=norm, implementation="row-phased", dtype=dtype, threads=threads,
-                          rows=s.split("x")[0], cols=s.split("x")[1])
-            by_shape[s] = v + (fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan,)
+            by_shape[s] = v + (phased_frac(norm, dtype, threads, s),)
         return by_shape
 
     def frac_row(what, by_shape, target, extra="", compute=lambda s: math.nan):
@@ -242,7 +248,7 @@ def targets(rows):
         if not cached or not dram_row:
             return None
         fastest = max(cached, key=lambda r: fnum(r.get("gelems_per_s_median")))
-        element_bytes = 2 * {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}[dram_row[0]["dtype"]]  # x read, y written
+        element_bytes = 2 * DTYPE_BYTES[dram_row[0]["dtype"]]  # x read, y written
         return (fastest, fnum(fastest.get("gelems_per_s_median")), fnum(dram_row[0]["ceiling_gbps"]) / element_bytes,
                 dram_row[0])
 
@@ -278,7 +284,7 @@ def targets(rows):
         impl_rows = [r for r in pick(rows, norm=norm, dtype=dtype, threads=threads) if r["implementation"] in impls]
         cached = [fnum(r.get("gelems_per_s_median")) for r in impl_rows
                   if fnum(r["working_set_bytes"]) <= 2 * 2**20 and int(r["rows"]) >= 8]
-        element_bytes = 2 * {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}[dtype]
+        element_bytes = 2 * DTYPE_BYTES[dtype]
         ceilings = [fnum(r["ceiling_gbps"]) / element_bytes for r in impl_rows if dram(fnum(r["working_set_bytes"]))]
         if not cached or not ceilings:
             return impl_rows, ""
@@ -375,12 +381,11 @@ def targets(rows):
     # One huge row split across threads.
     for r in pick(rows, implementation="threaded", dtype="f32", threads=2, rows=1, cols=33554432):
         frac = fnum(r["frac_of_ceiling"])
-        phased = pick(rows, norm=r["norm"], implementation="row-phased", dtype="f32", threads=2, rows=1, cols=33554432)
-        phased_frac = fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan
+        ceiling = phased_frac(r["norm"], "f32", 2, "1x33554432")
         row(f"{r['norm']} 1x33554432, threaded 2 threads", f"{near(frac, 0.9)} of the 2-thread ceiling "
             f"({fnum(r['gbps_median']):.1f} GB/s; non-temporal ceiling {fnum(r['frac_of_nt_ceiling']):.2f})",
             ">= 0.90", frac >= 0.90, near(frac, 0.9),
-            [("1x33554432", frac, [(phased_frac, "traffic", "row-phased ceiling")])] if frac < 0.90 else [], 0.90)
+            [("1x33554432", frac, [(ceiling, "traffic", "row-phased ceiling")])] if frac < 0.90 else [], 0.90)
     return out
 
 
