@@ -35,6 +35,9 @@ struct Case {
   std::string thp_policy{};
   // A ceiling case: the row-phased ceiling of `norm` (ceiling.hpp), not the stream-scale copy.
   bool phased = false;
+  // With `phased`: LayerNorm's arithmetic as well (PhasedRows::layernorm_arithmetic; one-row f32
+  // LayerNorm calls of one statistics chunk at 1 thread), reported as row-phased-arithmetic.
+  bool arithmetic = false;
 
   bool is_separate_add() const;
   // The problem this case runs (for kSeparateAdd: the norm of h, without residual_add).

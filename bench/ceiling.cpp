@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
+
+#include <fmt/format.h>
 
 #include "normbench/normbench.hpp"
 #include "normbench/thread_team.hpp"
@@ -78,42 +81,76 @@ float Sum(const float* HWY_RESTRICT p, std::size_t n) {
 // 16-bit values and the parameters f32). param_n: the floats of gamma (and of beta) from the
 // rows' first column on, which bound the vector loop. next: the R rows after these (contiguous),
 // prefetched into L2 during the second read, and during the first with prefetch_in_read.
-template <std::size_t R, bool kStream, bool kBeta, std::size_t kParamsPerVector>
+// kArithmetic (f32 rows, gamma and beta): LayerNorm's arithmetic too (PhasedRows::layernorm_arithmetic).
+template <std::size_t R, bool kStream, bool kBeta, std::size_t kParamsPerVector, bool kArithmetic = false>
 HWY_INLINE float PhasedRowsOf(const float* const* x, float* const* y, std::size_t n, const std::size_t* row_n,
                               const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta, std::size_t param_n,
                               const float* next, bool prefetch_in_read) {
   const hn::ScalableTag<float> d;
   const std::size_t N = hn::Lanes(d);
-  hn::Vec<decltype(d)> a[R][4];
-  for (auto& row : a)
-    for (auto& v : row) v = hn::Zero(d);
+  static_assert(!kArithmetic || (kBeta && kParamsPerVector == 1));
+  hn::Vec<decltype(d)> a[R][4], q[R][4], shift[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    for (std::size_t j = 0; j < 4; ++j) a[r][j] = q[r][j] = hn::Zero(d);
+    shift[r] = hn::Set(d, kArithmetic && row_n[r] ? x[r][0] : 0.0f);
+  }
+  // One value of the read: its sum, or LayerNorm's centred sums (a subtraction, an addition, an FMA).
+  const auto read = [&](std::size_t r, std::size_t j, hn::Vec<decltype(d)> v) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kArithmetic) {
+      v = hn::Sub(v, shift[r]);
+      q[r][j] = hn::MulAdd(v, v, q[r][j]);
+    }
+    a[r][j] = hn::Add(a[r][j], v);
+  };
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N)
     for (std::size_t r = 0; r < R; ++r) {
       if (prefetch_in_read && next)  // one line of the next rows per 64 bytes read
         for (std::size_t j = 0; j < 4 * N; j += 64 / sizeof(float)) __builtin_prefetch(next + r * n + i + j, 0, 1);
-      for (std::size_t j = 0; j < 4; ++j) a[r][j] = hn::Add(a[r][j], hn::LoadU(d, x[r] + i + j * N));
+      for (std::size_t j = 0; j < 4; ++j) read(r, j, hn::LoadU(d, x[r] + i + j * N));
     }
   for (; i + N <= n; i += N)
-    for (std::size_t r = 0; r < R; ++r) a[r][0] = hn::Add(a[r][0], hn::LoadU(d, x[r] + i));
-  float sum[R], scale[R];
-  hn::Vec<decltype(d)> s[R];
+    for (std::size_t r = 0; r < R; ++r) read(r, 0, hn::LoadU(d, x[r] + i));
+  float sum[R], scale[R], mean[R];
+  hn::Vec<decltype(d)> s[R], m[R];
   for (std::size_t r = 0; r < R; ++r) {
     sum[r] = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a[r][0], a[r][1]), hn::Add(a[r][2], a[r][3]))));
-    for (std::size_t k = i; k < row_n[r]; ++k) sum[r] += x[r][k];
-    // 0 * sum is not folded (sum may be Inf or NaN): the scale waits on the read.
-    scale[r] = 1.0001f + 0.0f * sum[r];
+    mean[r] = 0.0f;
+    if constexpr (kArithmetic) {  // mean, variance and 1/sqrt(var + eps) from the centred sums
+      float squares = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(q[r][0], q[r][1]), hn::Add(q[r][2], q[r][3]))));
+      const float x0 = hn::GetLane(shift[r]);
+      for (std::size_t k = i; k < row_n[r]; ++k) {
+        const float dev = x[r][k] - x0;
+        sum[r] += dev;
+        squares += dev * dev;
+      }
+      const float inv_n = 1.0f / static_cast<float>(row_n[r]);
+      mean[r] = x0 + sum[r] * inv_n;
+      const float var = std::max(squares - sum[r] * sum[r] * inv_n, 0.0f) * inv_n;
+      scale[r] = 1.0f / std::sqrt(var + kLayerNormArithmeticEps);
+    } else {
+      for (std::size_t k = i; k < row_n[r]; ++k) sum[r] += x[r][k];
+      // 0 * sum is not folded (sum may be Inf or NaN): the scale waits on the read.
+      scale[r] = 1.0001f + 0.0f * sum[r];
+    }
     s[r] = hn::Set(d, scale[r]);
+    m[r] = hn::Set(d, mean[r]);
   }
+  // A value written by scalar code: LayerNorm's (arithmetic) or the scaled x.
+  const auto scalar = [&](std::size_t r, std::size_t k) {
+    if constexpr (kArithmetic) return std::fma((x[r][k] - mean[r]) * scale[r], gamma[k], beta[k]);
+    return scale[r] * x[r][k];
+  };
   i = 0;
   if constexpr (kStream)  // scalar stores up to the vector alignment (the caller gives a pair the same one)
     for (; i < n && reinterpret_cast<std::uintptr_t>(y[0] + i) % (N * sizeof(float)) != 0; ++i)
-      for (std::size_t r = 0; r < R; ++r) y[r][i] = scale[r] * x[r][i];
+      for (std::size_t r = 0; r < R; ++r) y[r][i] = scalar(r, i);
   for (; i + N <= n && kParamsPerVector * (i + N) <= param_n; i += N) {
     hn::Vec<decltype(d)> v[R];
     for (std::size_t r = 0; r < R; ++r) {
       if (next) __builtin_prefetch(next + r * n + i, 0, 1);  // the next rows into L2, as the kernels' apply step does
-      v[r] = hn::Mul(s[r], hn::LoadU(d, x[r] + i));
+      const auto xv = hn::LoadU(d, x[r] + i);
+      v[r] = hn::Mul(s[r], kArithmetic ? hn::Sub(xv, m[r]) : xv);
     }
     for (std::size_t k = 0; k < kParamsPerVector; ++k) {
       const auto g = hn::LoadU(d, gamma + kParamsPerVector * i + k * N);
@@ -129,7 +166,7 @@ HWY_INLINE float PhasedRowsOf(const float* const* x, float* const* y, std::size_
   }
   float sink = 0;
   for (std::size_t r = 0; r < R; ++r) {
-    for (std::size_t k = i; k < row_n[r]; ++k) y[r][k] = scale[r] * x[r][k];
+    for (std::size_t k = i; k < row_n[r]; ++k) y[r][k] = scalar(r, k);
     sink += sum[r];
   }
   return sink;
@@ -140,7 +177,7 @@ HWY_INLINE float PhasedRowsOf(const float* const* x, float* const* y, std::size_
 // [r * total / rows, (r + 1) * total / rows) of x and y: the row's bytes read as floats (16-bit
 // rows of odd length shift by half a float, the same traffic). Whole rows go in pairs where
 // a.pairs says so (and non-temporal stores find both rows at the same alignment).
-template <bool kStream, bool kBeta, std::size_t kParamsPerVector>
+template <bool kStream, bool kBeta, std::size_t kParamsPerVector, bool kArithmetic = false>
 float PhasedRowsTyped(const PhasedRows& a, std::int64_t row_begin, std::int64_t row_end, std::size_t part,
                       std::size_t parts) {
   const hn::ScalableTag<float> d;
@@ -160,7 +197,7 @@ float PhasedRowsTyped(const PhasedRows& a, std::int64_t row_begin, std::int64_t 
       float* y[2] = {a.y + b0, a.y + b1};
       const std::size_t row_n[2] = {b1 - b0, e1 - b1};
       const float* next = r + 4 <= row_end ? a.x + e1 : nullptr;
-      sink += PhasedRowsOf<2, kStream, kBeta, kParamsPerVector>(x, y, std::min(row_n[0], row_n[1]), row_n, a.gamma,
+      sink += PhasedRowsOf<2, kStream, kBeta, kParamsPerVector, kArithmetic>(x, y, std::min(row_n[0], row_n[1]), row_n, a.gamma,
                                                                 a.beta, a.param_floats, next, a.prefetch_in_read);
     }
   for (; r < row_end; ++r) {
@@ -171,7 +208,7 @@ float PhasedRowsTyped(const PhasedRows& a, std::int64_t row_begin, std::int64_t 
     float* y[1] = {a.y + begin};
     const std::size_t row_n[1] = {end - begin};
     const float* next = r + 1 < row_end ? a.x + start(r + 1, part) : nullptr;
-    sink += PhasedRowsOf<1, kStream, kBeta, kParamsPerVector>(x, y, end - begin, row_n, a.gamma + param_offset,
+    sink += PhasedRowsOf<1, kStream, kBeta, kParamsPerVector, kArithmetic>(x, y, end - begin, row_n, a.gamma + param_offset,
                                                               kBeta ? a.beta + param_offset : nullptr,
                                                               a.param_floats - param_offset, next, a.prefetch_in_read);
   }
@@ -182,6 +219,9 @@ float PhasedRowsTyped(const PhasedRows& a, std::int64_t row_begin, std::int64_t 
 float PhasedRowsRange(const PhasedRows& a, std::int64_t row_begin, std::int64_t row_end, std::size_t part,
                       std::size_t parts) {
   const bool beta = a.beta != nullptr, two = a.params_per_vector == 2;
+  if (a.layernorm_arithmetic)  // (row_phased checked: gamma and beta, one parameter vector per vector)
+    return a.nontemporal ? PhasedRowsTyped<true, true, 1, true>(a, row_begin, row_end, part, parts)
+                         : PhasedRowsTyped<false, true, 1, true>(a, row_begin, row_end, part, parts);
   if (a.nontemporal) {
     if (beta) return two ? PhasedRowsTyped<true, true, 2>(a, row_begin, row_end, part, parts)
                          : PhasedRowsTyped<true, true, 1>(a, row_begin, row_end, part, parts);
@@ -253,6 +293,12 @@ float row_phased(const PhasedRows& a, int threads) {
   if (a.params_per_vector != 1 && a.params_per_vector != 2) throw Error("row_phased: 1 or 2 parameter vectors per vector");
   const auto range = HWY_DYNAMIC_DISPATCH(PhasedRowsRange);
   const int t = ceiling_threads(a.total_floats, threads);
+  if (a.layernorm_arithmetic) {
+    if (!a.beta || a.params_per_vector != 1)
+      throw Error("row_phased: LayerNorm's arithmetic needs f32 rows with gamma and beta");
+    if (a.rows < t)  // a share of a row is not a LayerNorm of it
+      throw Error(fmt::format("row_phased: LayerNorm's arithmetic takes whole rows ({} rows on {} threads)", a.rows, t));
+  }
   if (t <= 1) return range(a, 0, a.rows, 0, 1);
   return sum_on_team(t, [&](const std::size_t id, const std::size_t nt) {
     const auto rows = static_cast<std::size_t>(a.rows);

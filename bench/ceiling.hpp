@@ -43,7 +43,20 @@ struct PhasedRows {
   // Whole rows in pairs, read and written interleaved (both rows' y at the same alignment where
   // the stores are non-temporal; else the rest alone).
   bool pairs = false;
+  // LayerNorm's arithmetic as well as its traffic (f32 rows, gamma and beta; whole rows per
+  // thread): the first read computes the centred sums c = sum(x - x0) and s = sum((x - x0)^2),
+  // x0 the row's first value, and the second writes y = (x - mean) * rstd * gamma + beta, mean and
+  // rstd from c and s (eps kLayerNormArithmeticEps). Six vector operations per vector of x, the
+  // fewest an accurate LayerNorm does: a subtraction, an addition and an FMA for the statistics in
+  // one read (a two-pass one does an addition, then a subtraction and an FMA), a subtraction, a
+  // multiplication and an FMA for y ((x - mean) * rstd folded into one FMA with a rounded
+  // -mean * rstd costs |mean| * rstd ulps: wrong for data far from zero). No shift sampled, no
+  // check of the shift, no masked tails: a row's statistics chain (read, reduce, 1/sqrt) and its
+  // arithmetic, nothing more. For one row no kernel overlaps that chain with another row's work,
+  // so none that computes a LayerNorm should outrun it by much; several rows can (pipelined).
+  bool layernorm_arithmetic = false;
 };
+inline constexpr float kLayerNormArithmeticEps = 1e-5f;
 float row_phased(const PhasedRows& rows, int threads);
 
 }  // namespace normbench::bench

@@ -360,6 +360,10 @@ void time_ceiling(benchmark::State& state, const Case& c, Workspace& ws, Call&& 
   state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);  // the reporter records the rate
 }
 
+// Rows of up to one statistics chunk (the kernels' kStatsChunk) take LayerNorm's arithmetic ceiling:
+// longer rows merge chunks, which that ceiling does not.
+constexpr std::int64_t kLayerNormArithmeticMaxCols = 32 * 1024;
+
 // The row-phased ceiling of c.norm (ceiling.hpp) over the workspace's copies, with its gamma/beta.
 void run_phased_ceiling_case(benchmark::State& state, const Case& c, Workspace& ws) {
   const std::size_t param_bytes = static_cast<std::size_t>(c.shape.cols) * dtype_size(param_dtype(c.dtype));
@@ -376,6 +380,7 @@ void run_phased_ceiling_case(benchmark::State& state, const Case& c, Workspace& 
   // the stream-scale ceiling instead of 0.43-0.57, 5x768 0.48 instead of 0.40-0.43, LayerNorm
   // 2048x16384 0.77-0.88 instead of 0.66-0.86; 43x768 0.62-0.64 instead of 0.67-0.77.
   rows.pairs = true;
+  rows.layernorm_arithmetic = c.arithmetic;
   time_ceiling(state, c, ws, [&](const void* x, void* y) {
     rows.x = static_cast<const float*>(x);
     rows.y = static_cast<float*>(y);
@@ -683,7 +688,17 @@ int run(int argc, char** argv) {
                                nullptr, n, t, s, th, o.cold_cache, xy + standard_params, xy + standard_params, ceiling,
                                nt_ceiling, streaming ? StorePolicy::kStreaming : StorePolicy::kCached};
               phased_case.phased = true;
+              // One row of f32 LayerNorm in one statistics chunk at 1 thread: also the ceiling with
+              // LayerNorm's arithmetic, which no kernel can overlap with another row's there.
+              Case arithmetic_case = phased_case;
               cases.push_back(std::move(phased_case));
+              if (n == Norm::kLayerNorm && t == DType::kF32 && s.rows == 1 && th == 1 && s.channels == 0 &&
+                  s.cols <= kLayerNormArithmeticMaxCols) {
+                arithmetic_case.name = fmt::format("ceiling/row-phased-arithmetic-{}/{}/{}/threads:{}", norm_name(n),
+                                                   dtype_name(t), shape_name(s), th);
+                arithmetic_case.arithmetic = true;
+                cases.push_back(std::move(arithmetic_case));
+              }
             }
             const std::string norm_tag =
                 variant == "standard" ? std::string(norm_name(n)) : fmt::format("{}+{}", norm_name(n), variant);

@@ -132,7 +132,7 @@ std::size_t NormbenchReporter::write_csv(const std::string& path) const {
     std::vector<std::string> row = {
         std::to_string(report::kBenchSchemaVersion), name,
         c.is_ceiling() && !c.phased ? "none" : std::string(norm_name(c.norm)), c.is_ceiling() ? "" : c.variant,
-        c.phased ? "row-phased"
+        c.phased ? (c.arithmetic ? "row-phased-arithmetic" : "row-phased")
         : c.is_ceiling() ? (c.stores == StorePolicy::kStreaming ? "stream-scale-nt" : "stream-scale")
                          : std::string(c.impl->name),
         c.is_ceiling() ? "ceiling" : std::string(c.impl->family),

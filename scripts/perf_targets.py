@@ -27,7 +27,8 @@ before writing it is not expected to beat that ratio.
 
 The last column says, for a target that is not met, what bounds it in the same run, shape by
 shape: each shape under the goal against its tightest bound (row-phased ceiling, or over oneDNN;
-the ceiling's parallel cost; the A/A control, whose c counts as far from 1 as 1/c; the row length
+for one-row f32 LayerNorm calls, reports from 2026-12-01 on, LayerNorm's arithmetic ceiling: that
+traffic with LayerNorm's fewest vector operations; the ceiling's parallel cost; the A/A control, whose c counts as far from 1 as 1/c; the row length
 in cache, for rows of more than one statistics chunk). "bounded": at every such shape a bound of
 the machine or the measurement sits under the goal as well, so no kernel moving that traffic (or
 timed that noisily) meets it in this run; "compute-bound": the tightest is the kernel's own
@@ -108,11 +109,13 @@ DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}
 
 # What a missed target's shapes are bounded by, in the same run. "traffic": the norm's row-phased
 # ceiling (its own bytes in the order a normalization must move them), or for the oneDNN row how
-# much faster than oneDNN that ceiling ran; "parallel cost": what the ceiling's own 2-thread split
-# costs; "noise": the A/A control, the same call timed under two names. All three are limits of
-# the machine or of the measurement. "compute": the kernel's own speed at that row length in cache,
-# a limit of its code, not of the machine.
-MACHINE_BOUNDS = ("traffic", "parallel cost", "noise")
+# much faster than oneDNN that ceiling ran; "arithmetic": LayerNorm's arithmetic ceiling (that
+# traffic with the fewest vector operations an accurate LayerNorm does, one-row f32 calls: no
+# kernel overlaps a lone row's statistics chain with other work); "parallel cost": what the
+# ceiling's own 2-thread split costs; "noise": the A/A control, the same call timed under two
+# names. All four are limits of the machine or of the measurement. "compute": the kernel's own
+# speed at that row length in cache, a limit of its code, not of the machine.
+MACHINE_BOUNDS = ("traffic", "arithmetic", "parallel cost", "noise")
 
 
 def verdict(met, misses, goal):
@@ -199,6 +202,13 @@ def targets(rows):
         phased = pick(rows, norm=norm, implementation="row-phased", dtype=dtype, threads=threads, rows=r, cols=c)
         return fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan
 
+    def arithmetic_frac(norm, dtype, threads, s):
+        """The same run's LayerNorm arithmetic ceiling at shape s (one-row f32 calls at 1 thread, reports
+        from 2026-12-01 on) as a fraction of the stream-scale ceiling; NaN where the run has none."""
+        r, c = s.split("x")
+        found = pick(rows, norm=norm, implementation="row-phased-arithmetic", dtype=dtype, threads=threads, rows=r, cols=c)
+        return fnum(found[0]["frac_of_ceiling"]) if found else math.nan
+
     def best_frac(norm, dtype, threads, pred, impls):
         """min and max over qualifying shapes of the best implementation's frac_of_ceiling."""
         by_shape = {}
@@ -209,7 +219,7 @@ def targets(rows):
                 if s not in by_shape or f > by_shape[s][0]:
                     by_shape[s] = (f, r["implementation"], fnum(r.get("frac_of_nt_ceiling")))
         for s, v in list(by_shape.items()):
-            by_shape[s] = v + (phased_frac(norm, dtype, threads, s),)
+            by_shape[s] = v + (phased_frac(norm, dtype, threads, s), arithmetic_frac(norm, dtype, threads, s))
         return by_shape
 
     def frac_row(what, by_shape, target, extra="", compute=lambda s: math.nan):
@@ -227,9 +237,18 @@ def targets(rows):
             nt_text += (f"; of the row-phased ceiling >= {of_phased[worst]:.2f} ({worst}), which itself reads "
                         f"{min(v[3] for v in phased.values()):.2f}-{max(v[3] for v in phased.values()):.2f} "
                         f"of the ceiling ({lo[0]}: {by_shape[lo[0]][3]:.2f})")
+        arithmetic = {s: v for s, v in by_shape.items() if not math.isnan(v[4])}
+        if arithmetic:  # one-row shapes: the best kernel against LayerNorm's arithmetic ceiling
+            of_arith = {s: v[0] / v[4] for s, v in arithmetic.items()}
+            worst = min(of_arith, key=of_arith.get)
+            lo_a, hi_a = min(v[4] for v in arithmetic.values()), max(v[4] for v in arithmetic.values())
+            nt_text += (f"; of LayerNorm's arithmetic ceiling >= {of_arith[worst]:.2f} ({worst}), which itself reads "
+                        f"{lo_a:.2f}{'' if len(arithmetic) == 1 else f'-{hi_a:.2f}'} of the ceiling "
+                        f"({len(arithmetic)} one-row shape{'' if len(arithmetic) == 1 else 's'})")
         row(what, f"{near(lo[1][0], target)} ({lo[0]}, {lo[1][1]}) to {hi:.2f} over {len(by_shape)} shapes{nt_text}{extra}",
             f">= {target:.2f}", lo[1][0] >= target, f"{near(lo[1][0], target)} ({lo[0]})",
-            [(s, v[0], [(v[3], "traffic", "row-phased ceiling"), (compute(s), "compute", "compute in cache")])
+            [(s, v[0], [(v[3], "traffic", "row-phased ceiling"), (v[4], "arithmetic", "arithmetic ceiling"),
+                        (compute(s), "compute", "compute in cache")])
              for s, v in by_shape.items() if v[0] < target], target)
 
     def row_length_rate(impl_rows, s):
@@ -415,7 +434,7 @@ def summary(statuses):
     """One line: how many targets were met, and how many of the rest each kind of bound holds."""
     n = {k: statuses.count(k) for k in ("met", "bounded", "compute-bound", "open")}
     return (f"{n['met']} of {len(statuses)} targets met; not met: {n['bounded']} bounded by the machine or the "
-            f"measurement in this run (row-phased ceiling, parallel cost or A/A control under the goal at every "
+            f"measurement in this run (row-phased or arithmetic ceiling, parallel cost or A/A control under the goal at every "
             f"missing shape), {n['compute-bound']} by the kernel's own compute speed, {n['open']} open (a missing "
             f"shape whose bounds in this run leave room, or none measured).")
 

@@ -51,7 +51,7 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
   std::copy(doc.names.begin(), doc.names.end(), names.begin());
   report::CsvRows<kBenchColumns> csv(report.string(), names);  // throws if a column is missing or extra
   std::array<std::string, kBenchColumns> row;
-  std::set<std::string> impls_seen, variants_seen, phased_norms;
+  std::set<std::string> impls_seen, variants_seen, phased_norms, arithmetic_shapes;
   int ceilings = 0, rows = 0;
   while (csv.next(row)) {
     ++rows;
@@ -84,12 +84,20 @@ TEST(BenchCli, QuickRunWritesTheDocumentedCsv) {
       EXPECT_NEAR(std::stod(f["frac_of_ceiling"]), std::stod(f["gbps_median"]) / std::stod(f["ceiling_gbps"]), 1e-3);
       phased_norms.insert(f["norm"]);
     }
+    if (f["implementation"] == "row-phased-arithmetic") {  // LayerNorm's arithmetic too: one-row f32 calls, 1 thread
+      EXPECT_EQ(f["family"], "ceiling");
+      EXPECT_EQ(f["norm"], "layernorm");
+      EXPECT_EQ(f["dtype"], "f32");
+      EXPECT_EQ(f["threads"], "1");
+      arithmetic_shapes.insert(f["rows"] + "x" + f["cols"]);
+    }
     impls_seen.insert(f["implementation"]);
     if (f["family"] != "ceiling") variants_seen.insert(f["variant"]);
   }
   EXPECT_GT(rows, 0);
   EXPECT_GT(ceilings, 0);
   EXPECT_EQ(phased_norms, (std::set<std::string>{"layernorm", "rmsnorm"}));
+  EXPECT_EQ(arithmetic_shapes, (std::set<std::string>{"1x4096"}));  // the quick set's one-row shape
   peers::register_all();
   for (const Implementation& impl : registry()) EXPECT_TRUE(impls_seen.count(std::string(impl.name))) << impl.name;
   // The quick set runs every variant by default, and the unfused residual add beside the fused one.

@@ -100,6 +100,73 @@ TEST(RowPhasedCeiling, SixteenBitRowsOfOddLengthCoverTheCopy) {
   }
 }
 
+// With LayerNorm's arithmetic every element is that of a LayerNorm of its row: mean and variance
+// from sums centred on the row's first value, y = (x - mean) * rstd * gamma + beta, checked
+// against the same formula in double. A ceiling that skipped an operation (the squares, the
+// subtraction of the mean, a parameter) would write values off by far more than f32 rounding.
+// Row lengths with vector tails and scalar tails on every target; pairs, threads and
+// non-temporal stores as normbench may run it.
+TEST(RowPhasedCeiling, ArithmeticCeilingWritesALayerNormOfEachRow) {
+  const PhasedCase cases[] = {{1, 1, 1, true, false},    {1, 5, 1, true, false},    {1, 1025, 1, true, false},
+                              {1, 2048, 1, true, true},  {2, 768, 1, true, false},  {3, 4097, 1, true, true},
+                              {4, 1000, 2, true, false}, {5, 4099, 2, true, true},  {1, 32768, 1, true, false}};
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (const PhasedCase& c : cases)
+      for (const bool pairs : {false, true}) {
+        SCOPED_TRACE(fmt::format("{} {}x{} threads {} nontemporal {} pairs {}", hwy::TargetName(target), c.rows,
+                                 c.cols, c.threads, c.nontemporal, pairs));
+        const auto n = static_cast<std::size_t>(c.rows * c.cols), cols = static_cast<std::size_t>(c.cols);
+        auto x = hwy::AllocateAligned<float>(n), y = hwy::AllocateAligned<float>(n);
+        auto gamma = hwy::AllocateAligned<float>(cols), beta = hwy::AllocateAligned<float>(cols);
+        ASSERT_TRUE(x && y && gamma && beta);
+        for (std::size_t i = 0; i < n; ++i) {
+          x[i] = 3.0f + 0.25f * static_cast<float>((i * 37) % 23) - 0.125f * static_cast<float>(i % 5);
+          y[i] = NAN;
+        }
+        for (std::size_t j = 0; j < cols; ++j) {
+          gamma[j] = 0.5f + 0.0625f * static_cast<float>(j % 11);
+          beta[j] = -1.0f + 0.25f * static_cast<float>(j % 7);
+        }
+        bench::PhasedRows rows{x.get(), y.get(), n, c.rows, gamma.get(), beta.get(), cols, 1, c.nontemporal};
+        rows.pairs = pairs;
+        rows.layernorm_arithmetic = true;
+        bench::row_phased(rows, c.threads);
+        int failures = 0;
+        for (std::size_t r = 0; r < static_cast<std::size_t>(c.rows); ++r) {
+          const float* xr = x.get() + r * cols;
+          double mean = 0, m2 = 0;
+          for (std::size_t j = 0; j < cols; ++j) mean += xr[j];
+          mean /= static_cast<double>(cols);
+          for (std::size_t j = 0; j < cols; ++j) m2 += (xr[j] - mean) * (xr[j] - mean);
+          const double rstd = 1 / std::sqrt(m2 / static_cast<double>(cols) + bench::kLayerNormArithmeticEps);
+          for (std::size_t j = 0; j < cols && failures < 5; ++j) {
+            const double want = (xr[j] - mean) * rstd * gamma[j] + beta[j];
+            // f32 sums of up to 32768 terms: a few hundred ulps of the statistics at most
+            if (!(std::fabs(y[r * cols + j] - want) <= 2e-4 * (1 + std::fabs(want))) && ++failures)
+              ADD_FAILURE() << fmt::format("y[{}] (row {}, column {}) = {}, want {}", r * cols + j, r, j,
+                                           y[r * cols + j], want);
+          }
+        }
+      }
+  }
+}
+
+// LayerNorm's arithmetic needs gamma and beta in f32 and whole rows per thread.
+TEST(RowPhasedCeiling, ArithmeticCeilingRejectsWhatIsNotALayerNormOfWholeRows) {
+  std::vector<float> x(1 << 20, 1.0f), y(1 << 20), gamma(1 << 20, 1.0f), beta(1 << 20, 0.0f);
+  bench::PhasedRows rows{x.data(), y.data(), 64, 1, gamma.data(), nullptr, 64, 1, false};
+  rows.layernorm_arithmetic = true;
+  EXPECT_THROW(bench::row_phased(rows, 1), Error) << "no beta";
+  rows.beta = beta.data();
+  rows.params_per_vector = 2;
+  EXPECT_THROW(bench::row_phased(rows, 1), Error) << "16-bit rows";
+  rows.params_per_vector = 1;
+  EXPECT_NO_THROW(bench::row_phased(rows, 1));
+  rows.total_floats = rows.param_floats = x.size();  // one row big enough to split over two threads
+  EXPECT_THROW(bench::row_phased(rows, 2), Error) << "a share of a row";
+}
+
 TEST(RowPhasedCeiling, RejectsAParameterRatioItCannotRead) {
   std::vector<float> x(64, 1.0f), y(64), gamma(64, 1.0f);
   const bench::PhasedRows rows{x.data(), y.data(), 64, 1, gamma.data(), nullptr, 64, 3, false};

@@ -232,15 +232,19 @@ TEST(Compare, ASlowerMachineCeilingIsDriftNotARegression) {
   fs::remove(drift);
 }
 
-// The row-phased ceiling rows (a norm's unavoidable traffic) are the machine's too.
+// The row-phased ceiling rows (a norm's unavoidable traffic, and LayerNorm's with its arithmetic)
+// are the machine's too.
 TEST(Compare, ASlowerRowPhasedCeilingIsDriftNotARegression) {
   const fs::path sample = fs::path(NORMBENCH_SOURCE_DIR) / "reports/samples/bench-quick.csv";
   const fs::path base = temp("phased-base.csv"), drift = temp("phased-drift.csv");
-  rewrite(sample, base, "implementation", "stream-scale", "implementation", [](const std::string&) { return "row-phased"; });
-  rewrite(base, drift, "implementation", "row-phased", "rep_times_ns", quarter_slower);
-  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, base.string(), drift.string()));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("WARNING: the machine's bandwidth ceiling moved by +25.0%"), std::string::npos) << r.output;
+  for (const std::string name : {"row-phased", "row-phased-arithmetic"}) {
+    SCOPED_TRACE(name);
+    rewrite(sample, base, "implementation", "stream-scale", "implementation", [&](const std::string&) { return name; });
+    rewrite(base, drift, "implementation", name, "rep_times_ns", quarter_slower);
+    const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, base.string(), drift.string()));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("WARNING: the machine's bandwidth ceiling moved by +25.0%"), std::string::npos) << r.output;
+  }
   fs::remove(base);
   fs::remove(drift);
 }

@@ -151,7 +151,8 @@ void load(const std::string& path, Report& rep) {
                                           f[7] == "1" ? "/cold" : "", f[17] == "1" ? "/huge-pages" : "");
       Row& row = r.rows[key];
       row.key = key;
-      row.ceiling = f[2].rfind("stream-scale", 0) == 0 || f[2] == "row-phased";  // stream-scale(-nt), row-phased
+      // stream-scale(-nt), row-phased(-arithmetic)
+      row.ceiling = f[2].rfind("stream-scale", 0) == 0 || f[2].rfind("row-phased", 0) == 0;
       number(f[8], p, line, "time_median_ns");
       std::stringstream ss(f[9]);
       std::string t;
