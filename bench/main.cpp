@@ -554,7 +554,10 @@ int run(int argc, char** argv) {
       "Cases run in one pass per shape and dtype; within a pass their repetitions are interleaved at random\n"
       "(--benchmark_enable_random_interleaving, default here true; false runs each case's repetitions together).\n"
       "Names: norm/implementation/dtype/ROWSxCOLS/threads:T; ceilings: ceiling/stream-scale/dtype/ROWSxCOLS/threads:T\n"
-      "(ordinary stores: frac_of_ceiling) and ceiling/stream-scale-nt/... (non-temporal stores: frac_of_nt_ceiling).");
+      "(ordinary stores: frac_of_ceiling) and ceiling/stream-scale-nt/... (non-temporal stores: frac_of_nt_ceiling);\n"
+      "beside LayerNorm and RMSNorm cases ceiling/row-phased-NORM/... (the norm's traffic in a row's order), and beside\n"
+      "one-row f32 LayerNorm at 1 thread ceiling/row-phased-arithmetic-layernorm/... (that traffic and LayerNorm's\n"
+      "arithmetic). See reports/README.md.");
   try {
     app.parse(static_cast<int>(own_args.size()), own_args.data());
   } catch (const CLI::CallForHelp& e) {
