@@ -197,8 +197,8 @@ float PhasedRowsTyped(const PhasedRows& a, std::int64_t row_begin, std::int64_t 
       float* y[2] = {a.y + b0, a.y + b1};
       const std::size_t row_n[2] = {b1 - b0, e1 - b1};
       const float* next = r + 4 <= row_end ? a.x + e1 : nullptr;
-      sink += PhasedRowsOf<2, kStream, kBeta, kParamsPerVector, kArithmetic>(x, y, std::min(row_n[0], row_n[1]), row_n, a.gamma,
-                                                                a.beta, a.param_floats, next, a.prefetch_in_read);
+      sink += PhasedRowsOf<2, kStream, kBeta, kParamsPerVector, kArithmetic>(
+          x, y, std::min(row_n[0], row_n[1]), row_n, a.gamma, a.beta, a.param_floats, next, a.prefetch_in_read);
     }
   for (; r < row_end; ++r) {
     const std::size_t begin = start(r, part), end = part + 1 == parts ? start(r + 1, 0) : start(r, part + 1);
@@ -208,9 +208,9 @@ float PhasedRowsTyped(const PhasedRows& a, std::int64_t row_begin, std::int64_t 
     float* y[1] = {a.y + begin};
     const std::size_t row_n[1] = {end - begin};
     const float* next = r + 1 < row_end ? a.x + start(r + 1, part) : nullptr;
-    sink += PhasedRowsOf<1, kStream, kBeta, kParamsPerVector, kArithmetic>(x, y, end - begin, row_n, a.gamma + param_offset,
-                                                              kBeta ? a.beta + param_offset : nullptr,
-                                                              a.param_floats - param_offset, next, a.prefetch_in_read);
+    sink += PhasedRowsOf<1, kStream, kBeta, kParamsPerVector, kArithmetic>(
+        x, y, end - begin, row_n, a.gamma + param_offset, kBeta ? a.beta + param_offset : nullptr,
+        a.param_floats - param_offset, next, a.prefetch_in_read);
   }
   if constexpr (kStream) hwy::FlushStream();
   return sink;
@@ -297,7 +297,8 @@ float row_phased(const PhasedRows& a, int threads) {
     if (!a.beta || a.params_per_vector != 1)
       throw Error("row_phased: LayerNorm's arithmetic needs f32 rows with gamma and beta");
     if (a.rows < t)  // a share of a row is not a LayerNorm of it
-      throw Error(fmt::format("row_phased: LayerNorm's arithmetic takes whole rows ({} rows on {} threads)", a.rows, t));
+      throw Error(
+          fmt::format("row_phased: LayerNorm's arithmetic takes whole rows ({} rows on {} threads)", a.rows, t));
   }
   if (t <= 1) return range(a, 0, a.rows, 0, 1);
   return sum_on_team(t, [&](const std::size_t id, const std::size_t nt) {
