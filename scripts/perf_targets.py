@@ -28,8 +28,9 @@ before writing it is not expected to beat that ratio.
 The last column says, for a target that is not met, what bounds it in the same run, shape by
 shape: each shape under the goal against its tightest bound (row-phased ceiling, or over oneDNN;
 for one-row f32 LayerNorm calls, reports from 2026-12-01 on, LayerNorm's arithmetic ceiling: that
-traffic with LayerNorm's fewest vector operations; the ceiling's parallel cost; the A/A control, whose c counts as far from 1 as 1/c; the row length
-in cache, for rows of more than one statistics chunk). "bounded": at every such shape a bound of
+traffic with LayerNorm's fewest vector operations; the ceiling's parallel cost; the A/A control,
+whose c counts as far from 1 as 1/c; the row length in cache, for rows of more than one
+statistics chunk). "bounded": at every such shape a bound of
 the machine or the measurement sits under the goal as well, so no kernel moving that traffic (or
 timed that noisily) meets it in this run; "compute-bound": the tightest is the kernel's own
 compute speed (a limit of its code, not of the machine); "open": some shape has room left, or no
@@ -195,19 +196,14 @@ def targets(rows):
             [(s, v, [(phased_over_onednn.get(s, math.nan), "traffic", "row-phased ceiling over oneDNN")])
              for s, v in by_onednn_shape.items() if v < 1.3], 1.3)
 
-    def phased_frac(norm, dtype, threads, s):
+    def phased_frac(norm, dtype, threads, s, implementation="row-phased"):
         """The same run's row-phased ceiling of this norm at shape s (reports from c. 2026-11-24 on),
-        as a fraction of the stream-scale ceiling: the share of it that the norm's traffic allows."""
+        as a fraction of the stream-scale ceiling: the share of it that the norm's traffic allows.
+        implementation "row-phased-arithmetic": LayerNorm's arithmetic ceiling (one-row f32 calls at
+        1 thread, reports from 2026-12-01 on). NaN where the run has none."""
         r, c = s.split("x")
-        phased = pick(rows, norm=norm, implementation="row-phased", dtype=dtype, threads=threads, rows=r, cols=c)
+        phased = pick(rows, norm=norm, implementation=implementation, dtype=dtype, threads=threads, rows=r, cols=c)
         return fnum(phased[0]["frac_of_ceiling"]) if phased else math.nan
-
-    def arithmetic_frac(norm, dtype, threads, s):
-        """The same run's LayerNorm arithmetic ceiling at shape s (one-row f32 calls at 1 thread, reports
-        from 2026-12-01 on) as a fraction of the stream-scale ceiling; NaN where the run has none."""
-        r, c = s.split("x")
-        found = pick(rows, norm=norm, implementation="row-phased-arithmetic", dtype=dtype, threads=threads, rows=r, cols=c)
-        return fnum(found[0]["frac_of_ceiling"]) if found else math.nan
 
     def best_frac(norm, dtype, threads, pred, impls):
         """min and max over qualifying shapes of the best implementation's frac_of_ceiling."""
@@ -219,7 +215,8 @@ def targets(rows):
                 if s not in by_shape or f > by_shape[s][0]:
                     by_shape[s] = (f, r["implementation"], fnum(r.get("frac_of_nt_ceiling")))
         for s, v in list(by_shape.items()):
-            by_shape[s] = v + (phased_frac(norm, dtype, threads, s), arithmetic_frac(norm, dtype, threads, s))
+            by_shape[s] = v + (phased_frac(norm, dtype, threads, s),
+                               phased_frac(norm, dtype, threads, s, "row-phased-arithmetic"))
         return by_shape
 
     def frac_row(what, by_shape, target, extra="", compute=lambda s: math.nan):
