@@ -111,13 +111,16 @@ HWY_INLINE float PhasedRowsOf(const float* const* x, float* const* y, std::size_
     }
   for (; i + N <= n; i += N)
     for (std::size_t r = 0; r < R; ++r) read(r, 0, hn::LoadU(d, x[r] + i));
+  const auto total = [&](const hn::Vec<decltype(d)>* acc) HWY_ATTR __attribute__((always_inline)) {
+    return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3]))));
+  };
   float sum[R], scale[R], mean[R];
   hn::Vec<decltype(d)> s[R], m[R];
   for (std::size_t r = 0; r < R; ++r) {
-    sum[r] = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a[r][0], a[r][1]), hn::Add(a[r][2], a[r][3]))));
+    sum[r] = total(a[r]);
     mean[r] = 0.0f;
     if constexpr (kArithmetic) {  // mean, variance and 1/sqrt(var + eps) from the centred sums
-      float squares = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(q[r][0], q[r][1]), hn::Add(q[r][2], q[r][3]))));
+      float squares = total(q[r]);
       const float x0 = hn::GetLane(shift[r]);
       for (std::size_t k = i; k < row_n[r]; ++k) {
         const float dev = x[r][k] - x0;

@@ -360,9 +360,10 @@ void time_ceiling(benchmark::State& state, const Case& c, Workspace& ws, Call&& 
   state.SetBytesProcessed(state.iterations() * c.bytes_per_iter);  // the reporter records the rate
 }
 
-// Rows of up to one statistics chunk (the kernels' kStatsChunk) take LayerNorm's arithmetic ceiling:
-// longer rows merge chunks, which that ceiling does not.
-constexpr std::int64_t kLayerNormArithmeticMaxCols = 32 * 1024;
+// The kernels' statistics chunk (kernels/src/chunked_stats.hpp's kStatsChunk): longer rows merge
+// chunks. The row-phased ceiling prefetches as rows of one chunk do, and only such rows take
+// LayerNorm's arithmetic ceiling, which does not merge chunks.
+constexpr std::int64_t kStatsChunkCols = 32 * 1024;
 
 // The row-phased ceiling of c.norm (ceiling.hpp) over the workspace's copies, with its gamma/beta.
 void run_phased_ceiling_case(benchmark::State& state, const Case& c, Workspace& ws) {
@@ -375,7 +376,7 @@ void run_phased_ceiling_case(benchmark::State& state, const Case& c, Workspace& 
   // As highway_rows-inl.h's kPrefetchInStatsBytes: rows of 8 KiB or more and of one statistics
   // chunk (32768 elements) also prefetch the next row while their statistics read it.
   const std::size_t row_bytes = static_cast<std::size_t>(c.shape.cols) * dtype_size(c.dtype);
-  rows.prefetch_in_read = row_bytes >= 8 * 1024 && c.shape.cols <= 32 * 1024;
+  rows.prefetch_in_read = row_bytes >= 8 * 1024 && c.shape.cols <= kStatsChunkCols;
   // In pairs: against one row at a time (interleaved runs, f32, 1 thread) 128x4096 read 0.63-0.65 of
   // the stream-scale ceiling instead of 0.43-0.57, 5x768 0.48 instead of 0.40-0.43, LayerNorm
   // 2048x16384 0.77-0.88 instead of 0.66-0.86; 43x768 0.62-0.64 instead of 0.67-0.77.
@@ -691,12 +692,12 @@ int run(int argc, char** argv) {
                                nullptr, n, t, s, th, o.cold_cache, xy + standard_params, xy + standard_params, ceiling,
                                nt_ceiling, streaming ? StorePolicy::kStreaming : StorePolicy::kCached};
               phased_case.phased = true;
+              cases.push_back(std::move(phased_case));
               // One row of f32 LayerNorm in one statistics chunk at 1 thread: also the ceiling with
               // LayerNorm's arithmetic, which no kernel can overlap with another row's there.
-              Case arithmetic_case = phased_case;
-              cases.push_back(std::move(phased_case));
               if (n == Norm::kLayerNorm && t == DType::kF32 && s.rows == 1 && th == 1 && s.channels == 0 &&
-                  s.cols <= kLayerNormArithmeticMaxCols) {
+                  s.cols <= kStatsChunkCols) {
+                Case arithmetic_case = cases.back();
                 arithmetic_case.name = fmt::format("ceiling/row-phased-arithmetic-{}/{}/{}/threads:{}", norm_name(n),
                                                    dtype_name(t), shape_name(s), th);
                 arithmetic_case.arithmetic = true;
