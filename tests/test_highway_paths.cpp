@@ -71,6 +71,44 @@ TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
   }
 }
 
+// 16-bit rows of more than 4 KiB up to 8 KiB, streamed to a y at a vector's alignment: on Intel
+// they run pipelined (pipeline_streamed_rows), each row's apply step streamed out in one loop with
+// the next row's statistics read. The same bits as cached stores (whose rows are the rows computed
+// alone: EveryRowEqualsTheRowComputedAlone), `threaded` over 2 threads' row ranges too. Beside
+// them the shapes the rule leaves to single rows: 3 rows (LayerNorm's), 2 rows, and rows that are
+// not whole cache lines (4097 and 3000 values).
+TEST(HighwayPaths, PipelinedStreamedRowsEqualCachedStoresBitwise) {
+  constexpr std::pair<std::int64_t, std::int64_t> kStreamedShapes[] = {
+      {5, 4096}, {4, 3008}, {9, 2080}, {3, 4096}, {2, 4096}, {5, 4097}, {4, 3000}};
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (const char* name : {"highway", "threaded"}) {
+      const Implementation& impl = find_implementation(name);
+      for (Norm n : {Norm::kLayerNorm, Norm::kRMSNorm})
+        for (DType t : {DType::kBF16, DType::kF16})
+          for (auto [rows, cols] : kStreamedShapes) {
+            SCOPED_TRACE(fmt::format("{} {} {} {} {}x{}", hwy::TargetName(target), name, norm_name(n), dtype_name(t),
+                                     rows, cols));
+            const Problem p{n, t, rows, cols, default_eps(n)};
+            Inputs in(p, true, centres(n));  // the pipelined loop's parameters: RMSNorm has gamma alone
+            fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 3));
+            if (rows > 2)  // row 2's shift far from its mean: LayerNorm's second statistics read
+              for (std::int64_t c = 0; c < 64; ++c) {
+                const auto at = static_cast<std::size_t>(2 * cols + c);
+                store_rounded(t, in.x.data(), at, load_as_long_double(t, in.x.data(), at) + 8);
+              }
+            const std::size_t bytes = static_cast<std::size_t>(rows * cols) * dtype_size(t);
+            std::vector<unsigned char> raw(bytes + 64);
+            unsigned char* aligned = raw.data() + (64 - reinterpret_cast<std::uintptr_t>(raw.data()) % 64) % 64;
+            Buffer expected(static_cast<std::size_t>(rows * cols), dtype_size(t));
+            forward(impl, p, in.buffers(expected.data()), RunConfig{2, StorePolicy::kCached});
+            forward(impl, p, in.buffers(aligned), RunConfig{2, StorePolicy::kStreaming});
+            ASSERT_EQ(0, std::memcmp(aligned, expected.data(), bytes));
+          }
+    }
+  }
+}
+
 // Rows whose gamma (RMSNorm) or gamma and beta (LayerNorm) overflow L2, streamed: on Intel they
 // read x and the parameters ahead of themselves (prefetch_long_rows_ahead), `threaded` in its
 // column ranges of a split row too. One row and three, ragged: the same bits as cached stores.
