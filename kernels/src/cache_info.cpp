@@ -243,13 +243,6 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
   return dtype_size(p.dtype) == 2 && row_bytes(p) > kShortRowBytes && 2 * rows * row_bytes(p) <= l2_bytes();
 }
 
-bool pipeline_streamed_rows(const Problem& p, std::int64_t rows) {
-  return intel_cpu() && dtype_size(p.dtype) == 2 &&
-         rows >= (centres(p.norm) ? kMinPipelinedLayerNormRows : kMinPipelinedRmsNormRows) &&
-         row_bytes(p) > kShortRowBytes && row_bytes(p) <= kMaxPipelinedRowBytes && row_bytes(p) % 64 == 0 &&
-         call_within_cached_share(p);
-}
-
 // Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).
 constexpr std::int64_t kMinBlockedRows = 3;
 

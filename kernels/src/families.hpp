@@ -130,28 +130,6 @@ bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows, bool strea
 // and pairs (the same A/B, 5 rounds). With a 48 KiB L1 (Zen 5) 128x2048 stays pipelined (0.85).
 bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 
-// Whether highway runs 16-bit rows written with streaming stores (DRAM-sized calls) pipelined as
-// pipeline_short_rows runs cached ones: on Intel, rows longer than 4 KiB up to 8 KiB, a whole
-// number of cache lines (the loop streams every row from column 0; the caller checks that y
-// starts at a vector's alignment), as many rows as there, in calls whose x and y take at most 3/8
-// of the last-level cache (as pipeline_short_rows' f32 calls). The next rows' statistics read
-// while the row before is applied and streamed out, as the stream-scale-nt ceiling reads and
-// writes at once; the phases of single rows leave the memory reading or writing by turns.
-// Emerald Rapids VM, one normbench build toggled at run time, 10 rounds, `threaded`, medians of
-// the per-round ratio of the time to the same run's row-phased ceiling, before -> pipelined: bf16
-// 4096x4096 LayerNorm 1 thread 1.16 -> 1.02, 2 threads 1.26 -> 1.05 (0.71 -> 0.80 of the
-// stream-scale ceiling); RMSNorm 0.99 -> 0.94 and 1.06 -> 0.89. Rows of 16 KiB gained nothing
-// (bf16 2048x8192 LayerNorm 0.99 -> 0.99 and 1.09 -> 1.08, RMSNorm 0.96 -> 1.00 and 1.03 -> 0.96).
-// A software prefetch of the row after next in the loop made it slower (bf16 4096x4096 LayerNorm,
-// 2 threads, 5 rounds: 1.10 without it, 1.18 with it two rows ahead, 1.14 three rows ahead; before
-// 1.28); on a Zen 5 VM the pipelined loop without that prefetch had taken 1.7x as long as single
-// rows at 4096x4096, and as long with it: not there. Beyond 3/8 of the last-level cache (x
-// streamed from DRAM, not from L3) the loop lost: a full run of `2914822` (pipelined wherever the
-// rows were) read `threaded` bf16 8192x4096 and 16384x4096 at 1.42-1.53 (LayerNorm) and 1.46-1.79
-// (RMSNorm) of the row-phased ceiling's time, where the three runs before had 1.00-1.64 and
-// 0.94-1.34.
-bool pipeline_streamed_rows(const Problem& p, std::int64_t rows);
-
 // LayerNorm rows (with gamma and beta) longer than 4 KiB whose x and y and the parameters
 // overflow L1, so that each row's apply step re-read gamma and beta from L2:
 // block_long_layernorm_rows: 3 rows or more that stay cached (x + y below the last-level cache,

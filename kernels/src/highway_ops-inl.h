@@ -963,7 +963,7 @@ HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>*
 // One step of a pipelined apply (see ApplyWithNextCentredSums): kSumStep<D, T> vectors of row x
 // from column `at` with gamma [and beta], written as Apply's main loop writes them (bf16: the pair
 // narrowed into one store; kEvenOdd: in even/odd order, gamma and beta in PairedParams' order).
-template <bool kHwBf16, bool kBeta, bool kEvenOdd, bool kStream = false, class D, class T>
+template <bool kHwBf16, bool kBeta, bool kEvenOdd, class D, class T>
 HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, hn::Vec<D> rs,
                           const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta) {
   const std::size_t N = hn::Lanes(d);
@@ -975,12 +975,12 @@ HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, h
     static_assert(!kHwBf16, "AVX512-BF16 writes the plain order");
     hn::Vec<D> even, odd;
     WidenBf16EvenOdd(d, x + at, even, odd);
-    NarrowEvenOddToBf16<kStream>(d, value(even, at), value(odd, at + N), y + at);
+    NarrowEvenOddToBf16<false>(d, value(even, at), value(odd, at + N), y + at);
   } else if constexpr (kBf16InPairs<D, T>) {
     const auto lo = value(LoadRow(d, x + at), at), hi = value(LoadRow(d, x + at + N), at + N);
-    NarrowPairToBf16<kStream, kHwBf16>(d, lo, hi, y + at);
+    NarrowPairToBf16<false, kHwBf16>(d, lo, hi, y + at);
   } else {
-    StoreRow<kStream>(d, value(LoadRow(d, x + at), at), y + at);
+    StoreRow(d, value(LoadRow(d, x + at), at), y + at);
   }
 }
 
@@ -989,7 +989,7 @@ HWY_INLINE void ApplyStep(D d, const T* x, T* y, std::size_t at, hn::Vec<D> m, h
 // handed to accumulate(j, v) (v: kSumStep<D, T> vectors for accumulators j on). In even/odd order
 // with paired's parameters where paired.on (its steps start at column 0), else in the plain order.
 // Returns the columns done (a multiple of kAccs vectors).
-template <bool kHwBf16, bool kBeta, std::size_t kAccs, bool kStream, class D, class T, class Accumulate>
+template <bool kHwBf16, bool kBeta, std::size_t kAccs, class D, class T, class Accumulate>
 HWY_INLINE std::size_t PipelinedSteps(D d, const T* x, T* y, std::size_t n, hn::Vec<D> m, hn::Vec<D> rs,
                                       const float* gamma, const float* beta, const T* next,
                                       const PairedParams<float>& paired, const Accumulate& accumulate) {
@@ -1001,7 +1001,7 @@ HWY_INLINE std::size_t PipelinedSteps(D d, const T* x, T* y, std::size_t n, hn::
     for (; i + kAccs * N <= n; i += kAccs * N)
       for (std::size_t j = 0; j < kAccs; j += kStep) {
         const std::size_t at = i + j * N;
-        ApplyStep<kHwBf16, kBeta, decltype(even_odd)::value, kStream>(d, x, y, at, m, rs, g, bt);
+        ApplyStep<kHwBf16, kBeta, decltype(even_odd)::value>(d, x, y, at, m, rs, g, bt);
         hn::Vec<D> v[kStep];
         LoadSumStep(d, next + at, v);
         accumulate(j, v);
@@ -1017,13 +1017,13 @@ HWY_INLINE std::size_t PipelinedSteps(D d, const T* x, T* y, std::size_t n, hn::
 }
 
 // Apply's step for columns [from, n) of one row: the columns a pipelined loop (below) leaves.
-template <bool kHwBf16, bool kStream = false, class D, class T>
+template <bool kHwBf16, class D, class T>
 HWY_INLINE void ApplyColumnsFrom(D d, const T* x, T* y, std::size_t from, std::size_t n, float mean, float rstd,
                                  const float* gamma, const float* beta) {
   if (from == n) return;
   const T* xs[1] = {x + from};
   T* ys[1] = {y + from};
-  Apply<kStream, 1, false, false, kHwBf16>(d, xs, ys, n - from, &mean, &rstd, gamma + from, beta ? beta + from : beta,
+  Apply<false, 1, false, false, kHwBf16>(d, xs, ys, n - from, &mean, &rstd, gamma + from, beta ? beta + from : beta,
                                          static_cast<const T*>(nullptr));
 }
 
@@ -1033,7 +1033,7 @@ HWY_INLINE void ApplyColumnsFrom(D d, const T* x, T* y, std::size_t from, std::s
 // in the same order as in CentredSums and every y the arithmetic of Apply, so the results are
 // those of the two steps run one after the other. y may be x (in place), as in Apply.
 // paired: gamma and beta in even/odd order as well (see PipelinedSteps).
-template <bool kHwBf16, bool kStream = false, class D, class T>
+template <bool kHwBf16, class D, class T>
 HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, float mean, float rstd,
                                          const float* HWY_RESTRICT gamma, const float* HWY_RESTRICT beta,
                                          const T* next, float next_shift, float& c, float& s,
@@ -1045,7 +1045,7 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, f
   hn::Vec<D> ca[kAcc], sa[kAcc];
   for (std::size_t j = 0; j < kAcc; ++j) ca[j] = sa[j] = hn::Zero(d);
   const auto one = OneForFmaAdds(d);
-  const std::size_t applied = PipelinedSteps<kHwBf16, true, kAcc, kStream>(
+  const std::size_t applied = PipelinedSteps<kHwBf16, true, kAcc>(
       d, x, y, n, m, rs, gamma, beta, next, paired,
       [&](std::size_t j, const hn::Vec<D>* v) HWY_ATTR __attribute__((always_inline)) {
         for (std::size_t q = 0; q < kStep; ++q) {
@@ -1067,13 +1067,13 @@ HWY_INLINE void ApplyWithNextCentredSums(D d, const T* x, T* y, std::size_t n, f
   }
   c = Total(d, ca);
   s = Total(d, sa);
-  ApplyColumnsFrom<kHwBf16, kStream>(d, x, y, applied, n, mean, rstd, gamma, beta);
+  ApplyColumnsFrom<kHwBf16>(d, x, y, applied, n, mean, rstd, gamma, beta);
 }
 
 // RMSNorm's counterpart of ApplyWithNextCentredSums: one row's apply step with gamma (its mean +0,
 // so x * rstd * gamma as Apply computes it for f32 compute) and the next row's sum of squares
 // (SumsOfSquares<1>: the same accumulators, in the same order).
-template <bool kHwBf16, bool kStream = false, class D, class T>
+template <bool kHwBf16, class D, class T>
 HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, float rstd,
                                           const float* HWY_RESTRICT gamma, const T* next, float& sum,
                                           const PairedParams<float>& paired = {}) {
@@ -1084,7 +1084,7 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
   const auto rs = hn::Set(d, rstd);
   hn::Vec<D> a[K];
   for (auto& v : a) v = hn::Zero(d);
-  const std::size_t applied = PipelinedSteps<kHwBf16, false, K, kStream>(
+  const std::size_t applied = PipelinedSteps<kHwBf16, false, K>(
       d, x, y, n, rs, rs, gamma, nullptr, next, paired,
       [&](std::size_t j, const hn::Vec<D>* v) HWY_ATTR __attribute__((always_inline)) {
         for (std::size_t q = 0; q < kStep; ++q) a[j + q] = hn::MulAdd(v[q], v[q], a[j + q]);
@@ -1099,7 +1099,7 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
     a[K - 1] = hn::MulAdd(v, v, a[K - 1]);
   }
   sum = TotalOfSquares(d, a);
-  ApplyColumnsFrom<kHwBf16, kStream>(d, x, y, applied, n, 0.0f, rstd, gamma, static_cast<const float*>(nullptr));
+  ApplyColumnsFrom<kHwBf16>(d, x, y, applied, n, 0.0f, rstd, gamma, static_cast<const float*>(nullptr));
 }
 
 // Statistics of chunk k of a row (see chunked_stats.hpp): LayerNorm (mean, M2), RMSNorm (-, sum x^2).

@@ -147,10 +147,8 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
 // only within their group, are not needed. The same arithmetic per row as ShortRows, so the same
 // results. f32 compute (f32 rows, and 16-bit rows of more than 4 KiB), LayerNorm with gamma and
 // beta, RMSNorm with gamma only, cached stores (see detail::pipeline_short_rows for where; the
-// measurements are there), and streaming stores for 16-bit rows on Intel (kStream: see
-// detail::pipeline_streamed_rows), where the first row's statistics prefetch the second row as
-// single rows of that length do; later rows are left to the hardware prefetcher.
-template <bool kHwBf16, bool kStream, class T, class AddRows>
+// measurements are there).
+template <bool kHwBf16, class T, class AddRows>
 HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count,
                               const float* gamma, const float* beta, const AddRows& add_rows,
                               const PairedParams<float>& paired = {}) {
@@ -162,18 +160,17 @@ HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r
   float mean = 0, m2;
   add_rows(r, 1);
   const T* x[1] = {row_x(r)};
-  const T* first_next = kStream && r + 1 < end ? row_x(r + 1) : nullptr;
   if (layernorm)
-    BlockStats<1>(d, x, n, &mean, &m2, first_next);
+    BlockStats<1>(d, x, n, &mean, &m2);
   else
-    SumsOfSquares<1>(d, x, n, &m2, first_next);
+    SumsOfSquares<1>(d, x, n, &m2);
   for (; r < end; ++r) {
     const float rstd = RowScale<false, T>(p, b, r, mean, m2);
     T* y = static_cast<T*>(b.y) + r * p.cols;
     if (r + 1 == end) {
       T* ys[1] = {y};
-      Apply<kStream, 1, false, false, kHwBf16>(d, x, ys, n, &mean, &rstd, gamma, beta, static_cast<const T*>(nullptr), {},
-                                               paired);
+      Apply<false, 1, false, false, kHwBf16>(d, x, ys, n, &mean, &rstd, gamma, beta, static_cast<const T*>(nullptr), {},
+                                             paired);
       break;
     }
     add_rows(r + 1, 1);
@@ -181,10 +178,10 @@ HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r
     if (layernorm) {
       float shift, s1, s2;
       StatsShifts<1>(d, next, n, &shift);
-      ApplyWithNextCentredSums<kHwBf16, kStream>(d, x[0], y, n, mean, rstd, gamma, beta, next[0], shift, s1, s2, paired);
+      ApplyWithNextCentredSums<kHwBf16>(d, x[0], y, n, mean, rstd, gamma, beta, next[0], shift, s1, s2, paired);
       StatsFromCentredSums<1>(d, next, n, &shift, &s1, &s2, &mean, &m2);
     } else {
-      ApplyWithNextSumOfSquares<kHwBf16, kStream>(d, x[0], y, n, rstd, gamma, next[0], m2, paired);
+      ApplyWithNextSumOfSquares<kHwBf16>(d, x[0], y, n, rstd, gamma, next[0], m2, paired);
     }
     x[0] = next[0];
   }
@@ -443,15 +440,9 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
         }
         return;
       }
-      // Streamed, the loop writes every row from column 0 in whole steps: the rows' y must start at
-      // a vector's alignment (the rule checks the row length).
-      if constexpr (std::is_same_v<C, float> && !std::is_same_v<T, double> && !kVariant && (!kStream || sizeof(T) == 2)) {
-        const bool pipelined =
-            kStream ? detail::pipeline_streamed_rows(p, rows) &&
-                          reinterpret_cast<std::uintptr_t>(static_cast<const T*>(b.y) + r * p.cols) % kMaxVectorBytes == 0
-                    : detail::pipeline_short_rows(p, rows);
-        if (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && pipelined) {
-          PipelinedRows<kHwBf16, kStream, T>(p, in, r, rows, g, bt, add_rows, paired);
+      if constexpr (std::is_same_v<C, float> && !std::is_same_v<T, double> && !kStream && !kVariant) {
+        if (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && detail::pipeline_short_rows(p, rows)) {
+          PipelinedRows<kHwBf16, T>(p, in, r, rows, g, bt, add_rows, paired);
           return;
         }
       }
