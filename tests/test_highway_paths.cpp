@@ -37,6 +37,17 @@ constexpr std::pair<std::int64_t, std::int64_t> kShapes[] = {
     {64, 1000}, {7, 33},    {7, 768}, {6, 2048}, {2, 4096},  {5, 4096},  {4, 3000},
     {11, 4500}, {2, 65537}, {3, 17},  {5, 2100}, {24, 2100}, {24, 3000}};
 
+// Row 2's first 64 values (fewer where the row is shorter) raised by 8, where a call has more than
+// 2 rows: its shift (their mean) then lies far from the row's mean, so that LayerNorm's statistics
+// take their second read in the middle of a call.
+void raise_start_of_row_two(Inputs& in, DType t, std::int64_t rows, std::int64_t cols) {
+  if (rows <= 2) return;
+  for (std::int64_t c = 0; c < std::min<std::int64_t>(cols, 64); ++c) {
+    const auto at = static_cast<std::size_t>(2 * cols + c);
+    store_rounded(t, in.x.data(), at, load_as_long_double(t, in.x.data(), at) + 8);
+  }
+}
+
 TEST(HighwayPaths, StreamingStoresEqualCachedStoresBitwise) {
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);
@@ -90,13 +101,9 @@ TEST(HighwayPaths, StreamedRowsFromAnAlignedYEqualCachedStoresBitwise) {
             SCOPED_TRACE(fmt::format("{} {} {} {} {}x{}", hwy::TargetName(target), name, norm_name(n), dtype_name(t),
                                      rows, cols));
             const Problem p{n, t, rows, cols, default_eps(n)};
-            Inputs in(p, true, centres(n));  // the pipelined loop's parameters: RMSNorm has gamma alone
+            Inputs in(p, true, centres(n));  // RMSNorm with gamma alone, LayerNorm with gamma and beta
             fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 3));
-            if (rows > 2)  // row 2's shift far from its mean: LayerNorm's second statistics read
-              for (std::int64_t c = 0; c < 64; ++c) {
-                const auto at = static_cast<std::size_t>(2 * cols + c);
-                store_rounded(t, in.x.data(), at, load_as_long_double(t, in.x.data(), at) + 8);
-              }
+            raise_start_of_row_two(in, t, rows, cols);
             const std::size_t bytes = static_cast<std::size_t>(rows * cols) * dtype_size(t);
             std::vector<unsigned char> raw(bytes + 64);
             unsigned char* aligned = raw.data() + (64 - reinterpret_cast<std::uintptr_t>(raw.data()) % 64) % 64;
@@ -260,11 +267,7 @@ TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
               const Problem p{n, t, rows, cols, default_eps(n)};
               Inputs in(p, true, beta);
               fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 1));
-              if (rows > 2)
-                for (std::int64_t c = 0; c < std::min<std::int64_t>(cols, 64); ++c) {
-                  const auto at = static_cast<std::size_t>(2 * cols + c);
-                  store_rounded(t, in.x.data(), at, load_as_long_double(t, in.x.data(), at) + 8);
-                }
+              raise_start_of_row_two(in, t, rows, cols);
               const auto count = static_cast<std::size_t>(rows * cols);
               const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(t);
               Buffer all(count, dtype_size(t)), alone(count, dtype_size(t));
