@@ -104,13 +104,11 @@ TEST(HighwayPaths, StreamedRowsFromAnAlignedYEqualCachedStoresBitwise) {
             Inputs in(p, true, centres(n));  // RMSNorm with gamma alone, LayerNorm with gamma and beta
             fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 3));
             raise_start_of_row_two(in, t, rows, cols);
-            const std::size_t bytes = static_cast<std::size_t>(rows * cols) * dtype_size(t);
-            std::vector<unsigned char> raw(bytes + 64);
-            unsigned char* aligned = raw.data() + (64 - reinterpret_cast<std::uintptr_t>(raw.data()) % 64) % 64;
-            Buffer expected(static_cast<std::size_t>(rows * cols), dtype_size(t));
+            const auto count = static_cast<std::size_t>(rows * cols);
+            Buffer expected(count, dtype_size(t)), streamed(count, dtype_size(t));
             forward(impl, p, in.buffers(expected.data()), RunConfig{2, StorePolicy::kCached});
-            forward(impl, p, in.buffers(aligned), RunConfig{2, StorePolicy::kStreaming});
-            ASSERT_EQ(0, std::memcmp(aligned, expected.data(), bytes));
+            forward(impl, p, in.buffers(streamed.aligned_data()), RunConfig{2, StorePolicy::kStreaming});
+            ASSERT_EQ(0, std::memcmp(streamed.aligned_data(), expected.data(), expected.size_bytes()));
           }
     }
   }

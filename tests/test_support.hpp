@@ -24,12 +24,14 @@ inline void PrintTo(const Implementation* impl, std::ostream* os) { *os << impl-
 namespace normbench::testing {
 
 // A byte buffer whose data() is offset by one element from a 64-byte boundary, so kernels see
-// element-aligned but vector-unaligned pointers.
+// element-aligned but vector-unaligned pointers; aligned_data() is that boundary itself (the same
+// size_bytes() from there), for the paths that start aligned.
 class Buffer {
  public:
   Buffer(std::size_t count, std::size_t elem_size)
       : elem_(elem_size), bytes_(count * elem_size + 64 + elem_size) {}
   void* data() { return base() + elem_; }
+  void* aligned_data() { return base(); }
   const void* data() const { return const_cast<Buffer*>(this)->data(); }
   std::size_t size_bytes() const { return bytes_.size() - 64 - elem_; }
 
