@@ -265,6 +265,11 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
   return centres(p.norm) && block_long_rows(p, rows, layernorm_param_bytes(p));
 }
 
+bool pipeline_blocked_layernorm_rows(const Problem& p, std::int64_t rows) {
+  return intel_cpu() && p.dtype == DType::kF32 && rows >= kMinPipelinedLayerNormRows &&
+         2 * rows * row_bytes(p) > l2_bytes() && call_within_cached_share(p);
+}
+
 // LayerNorm's gamma and beta, or RMSNorm's gamma, counted as the apply step reads them: widened
 // to f64, twice their f32 bytes.
 bool block_long_f32_rows_in_f64(const Problem& p, std::int64_t rows) {

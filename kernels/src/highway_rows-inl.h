@@ -146,8 +146,8 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
 // next row's chain overlaps this row's apply step, and pairs or triples, which overlap chains
 // only within their group, are not needed. The same arithmetic per row as ShortRows, so the same
 // results. f32 compute (f32 rows, and 16-bit rows of more than 4 KiB), LayerNorm with gamma and
-// beta, RMSNorm with gamma only, cached stores (see detail::pipeline_short_rows for where; the
-// measurements are there).
+// beta, RMSNorm with gamma only, cached stores (see detail::pipeline_short_rows and, for f32 LayerNorm
+// rows the block rule takes, detail::pipeline_blocked_layernorm_rows for where; the measurements are there).
 template <bool kHwBf16, class T, class AddRows>
 HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count,
                               const float* gamma, const float* beta, const AddRows& add_rows,
@@ -430,8 +430,11 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       // Not highway-f64 on 16-bit data, compute-bound there (blocked: bf16 4-8% slower); on f32 rows
       // only on Intel (see detail::block_long_f32_rows_in_f64).
       constexpr bool kMayBlock = !(std::is_same_v<C, double> && sizeof(T) == 2);
+      constexpr bool kMayPipeline = std::is_same_v<C, float> && !std::is_same_v<T, double> && !kStream && !kVariant;
+      bool pipelined = false;  // rows the block rule takes, pipelined instead (detail::pipeline_blocked_layernorm_rows)
       if (kMayBlock && g && (centres(p.norm) ? bt != nullptr : kF32InF64<T, C> && bt == nullptr) &&
-          (kF32InF64<T, C> ? detail::block_long_f32_rows_in_f64(p, rows) : detail::block_long_layernorm_rows(p, rows))) {
+          (kF32InF64<T, C> ? detail::block_long_f32_rows_in_f64(p, rows) : detail::block_long_layernorm_rows(p, rows)) &&
+          !(pipelined = kMayPipeline && detail::pipeline_blocked_layernorm_rows(p, rows))) {
         for (; r < row_end; r += kBlockRows) {
           const std::int64_t count = std::min(kBlockRows, row_end - r), next = r + count;
           add_rows(r, count);
@@ -440,8 +443,8 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
         }
         return;
       }
-      if constexpr (std::is_same_v<C, float> && !std::is_same_v<T, double> && !kStream && !kVariant) {
-        if (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && detail::pipeline_short_rows(p, rows)) {
+      if constexpr (kMayPipeline) {
+        if (pipelined || (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && detail::pipeline_short_rows(p, rows))) {
           PipelinedRows<kHwBf16, T>(p, in, r, rows, g, bt, add_rows, paired);
           return;
         }
