@@ -266,7 +266,7 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 }
 
 bool pipeline_blocked_layernorm_rows(const Problem& p, std::int64_t rows) {
-  return intel_cpu() && p.dtype == DType::kF32 && rows >= kMinPipelinedLayerNormRows &&
+  return intel_cpu() && p.dtype != DType::kF64 && rows >= kMinPipelinedLayerNormRows &&  // f32 compute: f32, bf16, f16
          2 * rows * row_bytes(p) > l2_bytes() && call_within_cached_share(p);
 }
 

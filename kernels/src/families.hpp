@@ -166,8 +166,8 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 // shapes 0.90-1.10): so the limit is L2, not half of it.
 inline constexpr std::int64_t kBlockRows = 8;
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
-// pipeline_blocked_layernorm_rows: on Intel, f32 rows that the block rule takes go software-pipelined
-// instead (PipelinedRows: each row's apply step in one loop with the next row's statistics read)
+// pipeline_blocked_layernorm_rows: on Intel, rows with f32 compute (f32, bf16, f16) that the block
+// rule takes go software-pipelined instead (PipelinedRows: each row's apply step in one loop with the next row's statistics read)
 // where the call's x and y overflow L2 but stay within the share of the last-level cache that
 // pipeline_short_rows asks for. Blocks read 8 rows' statistics from L3 in one stream and then
 // apply them from L2; pipelined, each loop reads the next row from L3 while it writes this one.
@@ -178,9 +178,17 @@ bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // 0.95 (0.94-0.95); 128x4097 0.89-0.90 (0.86-0.87); 128x4096 0.92-0.95 (0.96-0.99); 512x4096
 // 0.90-0.91 (0.98-0.99); 2 threads 0.93-1.02 (0.86-1.12, rounds 0.64-1.34). Calls within L2 keep
 // blocks (unchanged in the same runs: 8x4096 0.96-0.98, 32x4096 1.02-1.03, 64x4096 1.03); calls
-// beyond the share too (2048x4096 pipelined 1.03-1.04). 16-bit rows keep blocks: bf16 and f16
-// 128x5120 to 512x8192 read 0.67-1.06 in rounds of 0.5-1.7 (unchanged 32x8192 1.07-1.14), not
-// clear enough to take.
+// beyond the share too (2048x4096 pipelined 1.03-1.04). 16-bit rows had read 0.67-1.06 in rounds
+// of 0.5-1.7 there, not clear enough to take; on a quiet host of 480 MiB of L3 (2026-12-04) they
+// were: one build toggled at run time, 6 rounds in ABBA order, 3 repetitions each, medians of the
+// per-round time ratio pipelined over blocks, `highway` 1 thread / `threaded` 2 threads: bf16
+// 128x8192 0.89 / -, 128x16384 0.88 / 0.87, 256x16384 0.83 / 0.87, 512x8192 0.90 / 0.91,
+// 1024x8192 0.85 / 0.87, 2048x5120 0.91 / 0.87, 128x5120 0.98 / -; f16 0.79-0.85 at every one of
+// those but 128x5120 (0.92); unchanged in the same runs (blocks within L2 per thread, or streamed):
+// 32x8192 1.00-1.04, 128x8192 and 128x5120 at 2 threads 0.97-1.13 (rounds 0.91-1.66), 2048x8192
+// 0.99-1.00. An earlier A/B of 6 rounds on the same host, blocks against pipelined and against
+// pairs: bf16 128x16384 0.85 and 0.93, 128x8192 0.88 and 0.92, 2048x5120 0.89 and 0.88, 128x5120
+// 0.95 and 0.89 of the blocks' time.
 bool pipeline_blocked_layernorm_rows(const Problem& p, std::int64_t rows);
 bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // block_long_f32_rows_in_f64: the same blocks for highway-f64 on f32 rows (f64 compute), on Intel

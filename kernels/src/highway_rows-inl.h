@@ -146,8 +146,8 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
 // next row's chain overlaps this row's apply step, and pairs or triples, which overlap chains
 // only within their group, are not needed. The same arithmetic per row as ShortRows, so the same
 // results. f32 compute (f32 rows, and 16-bit rows of more than 4 KiB), LayerNorm with gamma and
-// beta, RMSNorm with gamma only, cached stores (see detail::pipeline_short_rows and, for f32 LayerNorm
-// rows the block rule takes, detail::pipeline_blocked_layernorm_rows for where; the measurements are there).
+// beta, RMSNorm with gamma only, cached stores (see detail::pipeline_short_rows and, for LayerNorm rows
+// the block rule takes, detail::pipeline_blocked_layernorm_rows for where; the measurements are there).
 template <bool kHwBf16, class T, class AddRows>
 HWY_INLINE void PipelinedRows(const Problem& p, const Buffers& b, std::int64_t r, std::int64_t count,
                               const float* gamma, const float* beta, const AddRows& add_rows,
