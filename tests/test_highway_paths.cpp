@@ -306,8 +306,8 @@ TEST(HighwayPaths, LongSixteenBitRowsBeyondL2EqualTheRowsComputedAlone) {
     for (DType t : {DType::kBF16, DType::kF16})
       for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{72, 8200}, {40, 16400}}) {
         SCOPED_TRACE(fmt::format("{} {} {}x{}", hwy::TargetName(target), dtype_name(t), rows, cols));
-        ExpectEveryRowEqualsTheRowComputedAlone(hw, Problem{Norm::kLayerNorm, t, rows, cols, default_eps(Norm::kLayerNorm)},
-                                                true);
+        const Problem p{Norm::kLayerNorm, t, rows, cols, default_eps(Norm::kLayerNorm)};
+        ExpectEveryRowEqualsTheRowComputedAlone(hw, p, true);
         if (::testing::Test::HasFatalFailure()) return;
       }
   }

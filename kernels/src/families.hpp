@@ -167,7 +167,8 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows);
 inline constexpr std::int64_t kBlockRows = 8;
 bool block_long_layernorm_rows(const Problem& p, std::int64_t rows);
 // pipeline_blocked_layernorm_rows: on Intel, rows with f32 compute (f32, bf16, f16) that the block
-// rule takes go software-pipelined instead (PipelinedRows: each row's apply step in one loop with the next row's statistics read)
+// rule takes go software-pipelined instead (PipelinedRows: each row's apply step in one loop with
+// the next row's statistics read)
 // where the call's x and y overflow L2 but stay within the share of the last-level cache that
 // pipeline_short_rows asks for. Blocks read 8 rows' statistics from L3 in one stream and then
 // apply them from L2; pipelined, each loop reads the next row from L3 while it writes this one.
