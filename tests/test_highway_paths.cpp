@@ -258,9 +258,9 @@ void ExpectEveryRowEqualsTheRowComputedAlone(const Implementation& impl, const P
   Buffer all(count, dtype_size(p.dtype)), alone(count, dtype_size(p.dtype));
   std::vector<float> mean_all(rows), rstd_all(rows), mean_alone(rows), rstd_alone(rows);
   forward(impl, p, in.buffers(all.data(), mean_all.data(), rstd_all.data()));
+  const Problem one{p.norm, p.dtype, 1, cols, p.eps};
+  const Buffers b = in.buffers(nullptr);
   for (std::int64_t r = 0; r < rows; ++r) {
-    const Problem one{p.norm, p.dtype, 1, cols, p.eps};
-    const Buffers b = in.buffers(nullptr);
     forward(impl, one,
             Buffers{static_cast<const unsigned char*>(b.x) + r * row_bytes,
                     static_cast<unsigned char*>(alone.data()) + r * row_bytes, b.gamma, b.beta, mean_alone.data() + r,
@@ -297,8 +297,9 @@ TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
 // 16-bit LayerNorm rows of more than 8 KiB that overflow L1 with gamma and beta, in calls whose x
 // and y overflow a 2 MiB L2 (72x8200: 2.36 MB; 40x16400: 2.62 MB) and stay cached: on Intel they
 // run software-pipelined (detail::pipeline_blocked_layernorm_rows), elsewhere in blocks of rows
-// (bf16 calls with gamma and beta in the apply step's even/odd order, the lone rows in the plain
-// one). Row 2 starts far from its mean. Each row's bits must be those of the row computed alone.
+// (bf16 72x8200 with gamma and beta in the apply step's even/odd order; 40x16400, whose copy would
+// exceed 1 KiB a row, and the lone rows in the plain one). Row 2 starts far from its mean. Each
+// row's bits must be those of the row computed alone.
 TEST(HighwayPaths, LongSixteenBitRowsBeyondL2EqualTheRowsComputedAlone) {
   const Implementation& hw = find_implementation("highway");
   for (std::int64_t target : simd_targets()) {
