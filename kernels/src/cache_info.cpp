@@ -305,9 +305,22 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 
 // At most this much held, whatever the L2 (measured on the Emerald Rapids VM: see families.hpp).
 constexpr std::int64_t kMaxPrefetchedLongRowsBytes = std::int64_t{3} << 19;  // 1.5 MiB
+namespace {
+// Two rows and the norm's parameters (param_bytes) fit L2 with room for what else a row touches.
+bool next_long_row_fits_l2(const Problem& p, std::int64_t param_bytes) {
+  const std::int64_t held = 2 * row_bytes(p) + param_bytes;
+  return 16 * held <= 17 * l2_bytes() && held <= kMaxPrefetchedLongRowsBytes;
+}
+}  // namespace
+
 bool prefetch_next_long_layernorm_row(const Problem& p) {
-  const std::int64_t held = 2 * row_bytes(p) + layernorm_param_bytes(p);
-  return intel_cpu() && centres(p.norm) && 16 * held <= 17 * l2_bytes() && held <= kMaxPrefetchedLongRowsBytes;
+  return intel_cpu() && centres(p.norm) && next_long_row_fits_l2(p, layernorm_param_bytes(p));
+}
+
+bool half_rate_next_rows_in_f64() { return intel_cpu(); }
+
+bool half_rate_next_long_row_in_f64(const Problem& p) {
+  return intel_cpu() && next_long_row_fits_l2(p, norm_param_bytes(p));
 }
 
 bool prefetch_next_rows_in_rms_stats() { return !intel_cpu(); }

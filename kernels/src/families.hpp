@@ -251,6 +251,19 @@ bool prefetch_next_long_layernorm_row(const Problem& p);
 // rounds with the prefetch put back read 1.06-1.19 of the time without it (bf16 1.06-1.33).
 bool prefetch_next_rows_in_rms_stats();
 
+// Whether highway-f64's f32 rows written with streaming stores prefetch the next rows at half rate
+// through both steps (kHalfRateNextRows in highway_rows-inl.h): only on Intel, where it was
+// measured. Sapphire Rapids VM (480 MiB L3), one build toggled at run time, ABBA, 6 rounds x 3
+// repetitions, 1 thread, medians of the per-round time ratio, half rate over the apply step's whole
+// prefetch: LayerNorm 2048x4096 0.90, 4096x4096 0.86, 2048x5120 0.92, 2048x16384 0.86, 10923x768
+// 0.95, 21845x768 0.95, 128x65537 0.94-0.95; RMSNorm 0.86-0.97 on the same shapes (2048x4096
+// 0.89, 128x65537 0.91-0.92).
+bool half_rate_next_rows_in_f64();
+// The same for rows of more than one statistics chunk: where the row, the next one and the
+// parameters fit L2 (LayerNorm: prefetch_next_long_layernorm_row's bound). RMSNorm beyond it,
+// 32x262144, read 1.07 (64x131072 0.96).
+bool half_rate_next_long_row_in_f64(const Problem& p);
+
 // Whether long rows (more than one statistics chunk) written with streaming stores read
 // themselves kPrefetchAheadBytes of x ahead where no earlier step prefetched them (a call's first
 // row, rows after one whose apply step did not prefetch the next, `threaded`'s column ranges of

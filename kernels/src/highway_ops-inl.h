@@ -417,6 +417,9 @@ struct ApplyOptions {
   // many elements ahead of the columns applied (see detail::prefetch_long_rows_ahead). 0: not.
   // Ignored where the call gives a next row (that row is prefetched instead).
   std::size_t read_ahead = 0;
+  // The next rows are prefetched at half rate, next_x + i / 2 at column i (f64 compute on the rows'
+  // own x, Apply's single loop, the only one that reads it: see kHalfRateNextRows).
+  bool half_rate_prefetch = false;
 };
 
 inline ApplyOptions ApplyOptionsOf(const Problem& p) {
@@ -508,8 +511,10 @@ constexpr bool kKeepsWidened = !std::is_same_v<W, std::nullptr_t>;
 
 // c_r = sum(x_r - m_r) and s_r = sum((x_r - m_r)^2), kAcc independent accumulator pairs per row.
 // next_x (optional): the next R rows (R rows of n elements, contiguous), prefetched into L2 while
-// this read streams, as Apply does (see ShortRows for when). widened: see kKeepsWidened.
-template <std::size_t R, class D, class T, class W = std::nullptr_t>
+// this read streams, as Apply does (see ShortRows for when); kPrefetchShift 1: at half rate, the
+// first n / 2 elements of each (next_x + r * n + i / 2 at column i; see kHalfRateNextRows).
+// widened: see kKeepsWidened.
+template <std::size_t R, std::size_t kPrefetchShift = 0, class D, class T, class W = std::nullptr_t>
 HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFromD<D>* mean,
                             hn::TFromD<D>* c, hn::TFromD<D>* s, const T* next_x = nullptr, W widened = nullptr) {
   const std::size_t N = hn::Lanes(d);
@@ -526,7 +531,8 @@ HWY_INLINE void CentredSums(D d, const T* const* x, std::size_t n, const hn::TFr
   for (; i + kAcc * N <= n; i += kAcc * N)
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t j = 0; j < kAcc; j += kStep) {
-        if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
+        if (next_x && (j * N * sizeof(T)) % (64 << kPrefetchShift) == 0)
+          __builtin_prefetch(next_x + r * n + ((i + j * N) >> kPrefetchShift), 0, 1);
         hn::Vec<D> v[kStep];
         LoadSumStep(d, x[r] + i + j * N, v);
         if constexpr (kKeepsWidened<W>) hn::StoreU(v[0], d, widened[r] + i + j * N);
@@ -581,9 +587,9 @@ HWY_INLINE hn::TFromD<D> TotalOfSquares(D d, const hn::Vec<D>* a) {
 }
 
 // sum(x_r^2), kSquareAcc independent accumulators per row. next_x (optional): the next R rows
-// (contiguous), prefetched into L2 while this read streams (see ShortRows for when). widened: see
-// kKeepsWidened.
-template <std::size_t R, class D, class T, class W = std::nullptr_t>
+// (contiguous), prefetched into L2 while this read streams (see ShortRows for when; kPrefetchShift
+// as for CentredSums). widened: see kKeepsWidened.
+template <std::size_t R, std::size_t kPrefetchShift = 0, class D, class T, class W = std::nullptr_t>
 HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<D>* out, const T* next_x = nullptr,
                               W widened = nullptr) {
   const std::size_t N = hn::Lanes(d);
@@ -598,7 +604,8 @@ HWY_INLINE void SumsOfSquares(D d, const T* const* x, std::size_t n, hn::TFromD<
   for (; i + K * N <= n; i += K * N)
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t j = 0; j < K; j += kStep) {
-        if (next_x && (j * N * sizeof(T)) % 64 == 0) __builtin_prefetch(next_x + r * n + i + j * N, 0, 1);
+        if (next_x && (j * N * sizeof(T)) % (64 << kPrefetchShift) == 0)
+          __builtin_prefetch(next_x + r * n + ((i + j * N) >> kPrefetchShift), 0, 1);
         hn::Vec<D> v[kStep];
         LoadSumStep(d, x[r] + i + j * N, v);
         if constexpr (kKeepsWidened<W>) hn::StoreU(v[0], d, widened[r] + i + j * N);
@@ -820,10 +827,17 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
     if constexpr (kSingleLoop) {
       const T* prefetch[R];
       for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
-      for (; i + step <= n; i += step) {
-        // into L2: into L1 it evicts these rows (measured)
-        for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
-        step_columns(i, known, std::false_type{});
+      // into L2: into L1 it evicts these rows (measured)
+      if (opt.half_rate_prefetch && next_x) {
+        for (; i + step <= n; i += step) {
+          for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + (i >> 1), 0, 1);
+          step_columns(i, known, std::false_type{});
+        }
+      } else {
+        for (; i + step <= n; i += step) {
+          for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
+          step_columns(i, known, std::false_type{});
+        }
       }
     } else {
       // prefetch_params: gamma and beta opt.read_ahead elements ahead too, every line of a step's.
@@ -950,13 +964,13 @@ HWY_INLINE void StatsFromCentredSums(D d, const T* const* x, std::size_t n, cons
 }
 
 // Statistics of R rows as described above StatsShifts: its three steps in order.
-template <std::size_t R, class D, class T, class W = std::nullptr_t>
+template <std::size_t R, std::size_t kPrefetchShift = 0, class D, class T, class W = std::nullptr_t>
 HWY_INLINE void BlockStats(D d, const T* const* x, std::size_t n, hn::TFromD<D>* mean, hn::TFromD<D>* m2,
                            const T* next_x = nullptr, W widened = nullptr) {
   using C = hn::TFromD<D>;
   C shift[R], s1[R], s2[R];
   StatsShifts<R>(d, x, n, shift);
-  CentredSums<R>(d, x, n, shift, s1, s2, next_x, widened);  // S1 and S2: the centred sums around K
+  CentredSums<R, kPrefetchShift>(d, x, n, shift, s1, s2, next_x, widened);  // S1 and S2: the centred sums around K
   StatsFromCentredSums<R>(d, x, n, shift, s1, s2, mean, m2);
 }
 
@@ -1105,12 +1119,24 @@ HWY_INLINE void ApplyWithNextSumOfSquares(D d, const T* x, T* y, std::size_t n, 
 // Statistics of chunk k of a row (see chunked_stats.hpp): LayerNorm (mean, M2), RMSNorm (-, sum x^2).
 // ahead: where nonzero, the read prefetches the row that many elements ahead of itself (into
 // the next chunk; see detail::prefetch_long_rows_ahead), through the next-rows prefetch of one row.
+// next_row (wins over ahead): the read prefetches the first half of this next row at half rate,
+// chunk k's share of it (see kHalfRateNextRows).
 template <class D, class T>
 HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t cols, std::int64_t k, Norm norm,
-                                hn::TFromD<D>& mean, hn::TFromD<D>& m2, std::size_t ahead = 0) {
+                                hn::TFromD<D>& mean, hn::TFromD<D>& m2, std::size_t ahead = 0,
+                                const T* next_row = nullptr) {
   const std::int64_t begin = k * detail::kStatsChunk;
   const auto n = static_cast<std::size_t>(std::min(cols - begin, detail::kStatsChunk));
   const T* x[1] = {row + begin};
+  if (next_row) {
+    const T* next = next_row + begin / 2;
+    mean = 0;
+    if (centres(norm))
+      BlockStats<1, 1>(d, x, n, &mean, &m2, next);
+    else
+      SumsOfSquares<1, 1>(d, x, n, &m2, next);
+    return;
+  }
   const T* next = ahead ? x[0] + ahead : nullptr;
   mean = 0;
   if (centres(norm))

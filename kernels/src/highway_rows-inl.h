@@ -88,6 +88,17 @@ template <class T, class C, bool kVariant>
 constexpr bool kMayWidenRows = std::is_same_v<C, double> && sizeof(T) == 2 && !kVariant;
 constexpr std::size_t kWidenedRowsMaxBytes = 256 * 1024;
 
+// highway-f64 on f32 rows written with streaming stores (DRAM-sized calls): the next rows are
+// prefetched at half rate through both steps of a row (or block), their first half during the
+// statistics read and their second half during the apply step (next_x + n / 2 and
+// ApplyOptions::half_rate_prefetch), rather than all of them during the apply step. The apply step
+// is bound by its f64 conversions and the statistics read by little, so with the whole prefetch
+// in the apply step memory sat idle through the statistics and the apply step asked for more than
+// one thread's bandwidth. Only on Intel (detail::half_rate_next_rows_in_f64; long rows: where two
+// rows and their parameters fit L2, detail::half_rate_next_long_row_in_f64); measurements there.
+template <bool kStream, class T, class C>
+constexpr bool kHalfRateNextRows = kStream && std::is_same_v<T, float> && std::is_same_v<C, double>;
+
 // R whole rows of at most one chunk each, starting at row r: statistics, then the apply step.
 // Computing the next block's statistics as a step of its own before this block's apply step had
 // measured slower on Zen 5 (interleaved A/B, 1 thread, f32, 4 rounds: highway 128x1024 13-15%,
@@ -126,17 +137,27 @@ HWY_INLINE void ShortRows(const Problem& p, const Buffers& b, std::int64_t r, co
       return;
     }
   }
-  if (centres(p.norm))  // blocks of >= kPrefetchInStatsBytes: the next rows' prefetch starts in this read already
-    BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
-  else
+  const bool half_rate = kHalfRateNextRows<kStream, T, C> && next_x && detail::half_rate_next_rows_in_f64();
+  if (centres(p.norm)) {
+    if (half_rate)
+      BlockStats<R, 1>(d, x, n, mean, m2, next_x);
+    else  // blocks of >= kPrefetchInStatsBytes: the next rows' prefetch starts in this read already
+      BlockStats<R>(d, x, n, mean, m2, n * R * sizeof(T) >= kPrefetchInStatsBytes ? next_x : nullptr);
+  } else if (half_rate) {
+    SumsOfSquares<R, 1>(d, x, n, m2, next_x);
+  } else {
     SumsOfSquares<R>(d, x, n, m2,
                      kRmsPrefetchInStats<kStream, T, C> && n * R * sizeof(T) >= kPrefetchInStatsBytes &&
                              detail::prefetch_next_rows_in_rms_stats()
                          ? next_x
                          : nullptr);
+  }
   for (std::size_t k = 0; k < R; ++k)
     rstd[k] = RowScale<kVariant, T>(p, b, r + static_cast<std::int64_t>(k), mean[k], m2[k]);
-  Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, next_x, ApplyOptionsOf(p), paired);
+  ApplyOptions opt = ApplyOptionsOf(p);
+  opt.half_rate_prefetch = half_rate;
+  Apply<kStream, R, kVariant, false, kHwBf16>(d, x, y, n, mean, rstd, gamma, beta, half_rate ? next_x + n / 2 : next_x,
+                                              opt, paired);
 }
 
 // count rows from row r, software-pipelined: each row's apply step runs in one loop with the next
@@ -211,15 +232,17 @@ HWY_INLINE void BlockedRows(const Problem& p, const Buffers& b, std::int64_t r, 
   const T* x[kBlockRows];
   T* y[kBlockRows];
   C mean[kBlockRows], rstd[kBlockRows];
+  const bool half_rate = kHalfRateNextRows<kStream, T, C> && detail::half_rate_next_rows_in_f64();
   for (std::int64_t k = 0; k < count; ++k) {
     x[k] = static_cast<const T*>(b.x) + (r + k) * p.cols;
     y[k] = static_cast<T*>(b.y) + (r + k) * p.cols;
     C m2;
     mean[k] = 0;
+    const T* next_half = half_rate && k < next_count ? next_x + k * p.cols : nullptr;
     if (centres(p.norm))
-      BlockStats<1>(d, &x[k], n, &mean[k], &m2);
+      BlockStats<1, 1>(d, &x[k], n, &mean[k], &m2, next_half);
     else
-      SumsOfSquares<1>(d, &x[k], n, &m2);
+      SumsOfSquares<1, 1>(d, &x[k], n, &m2, next_half);
     rstd[k] = RowScale<kVariant, T>(p, b, r + k, mean[k], m2);
   }
   // A multiple of two vectors (Apply's bf16 step), so that only a row's last block has a tail.
@@ -230,10 +253,12 @@ HWY_INLINE void BlockedRows(const Problem& p, const Buffers& b, std::int64_t r, 
     for (std::int64_t k = 0; k < count; ++k) {
       const T* xs[1] = {x[k] + c0};
       T* ys[1] = {y[k] + c0};
-      const T* next = k < next_count ? next_x + k * p.cols + c0 : nullptr;
+      const T* next = k < next_count ? next_x + k * p.cols + (half_rate ? p.cols / 2 + c0 / 2 : c0) : nullptr;
+      ApplyOptions opt = ApplyOptionsOf(p);
+      opt.half_rate_prefetch = half_rate;
       Apply<kStream, 1, kVariant, false, kHwBf16>(d, xs, ys, len, &mean[k], &rstd[k], gamma + c0,
                                                   beta ? beta + c0 : nullptr, next,
-                                                  ApplyOptionsOf(p), paired.at(c0));
+                                                  opt, paired.at(c0));
     }
   }
 }
@@ -503,13 +528,16 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // gamma and beta too in the apply step (Intel, streaming: detail::prefetch_long_rows_ahead).
     // Near a row's end these addresses pass it: prefetches of them never fault.
     const std::size_t ahead = detail::long_rows_ahead_elements<T>(p, kStream);
+    const bool half_rate =
+        kHalfRateNextRows<kStream, T, C> && prefetch_next && detail::half_rate_next_long_row_in_f64(p);
     for (std::int64_t r = row_begin; r < row_end; ++r) {
       add_rows(r, 1);
       detail::ChunkAccumulator<C> acc;
       const bool prefetched = prefetch_next && r > row_begin;
+      const T* next_half = half_rate && r + 1 < row_end ? row_x(r + 1) : nullptr;
       for (std::int64_t k = 0; k < chunks; ++k) {
         C chunk_mean, chunk_m2;
-        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2, prefetched ? 0 : ahead);
+        ChunkStatsTyped(d, row_in(r), p.cols, k, p.norm, chunk_mean, chunk_m2, prefetched ? 0 : ahead, next_half);
         const C count = static_cast<C>(std::min(p.cols - k * detail::kStatsChunk, detail::kStatsChunk));
         if (centres(p.norm))
           acc.add_layernorm(count, chunk_mean, chunk_m2);
@@ -529,6 +557,10 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       ApplyOptions opt = ApplyOptionsOf(p);
       opt.read_ahead = ahead;  // used only by a row with no next row to prefetch
       const T* next_row = next ? row_x(r + 1) : nullptr;
+      if (next_half && next) {
+        next_row += p.cols / 2;
+        opt.half_rate_prefetch = true;
+      }
       Apply<kStream, 1, kVariant, false, kHwBf16>(d, x, y, static_cast<std::size_t>(p.cols), &mean, &rstd, gamma, beta,
                                                   next_row, opt);
     }
