@@ -306,10 +306,11 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 // At most this much held, whatever the L2 (measured on the Emerald Rapids VM: see families.hpp).
 constexpr std::int64_t kMaxPrefetchedLongRowsBytes = std::int64_t{3} << 19;  // 1.5 MiB
 namespace {
-// Two rows and the norm's parameters (param_bytes) fit L2 with room for what else a row touches.
-bool next_long_row_fits_l2(const Problem& p, std::int64_t param_bytes) {
+// Two rows and the norm's parameters (param_bytes) fit L2, and at most max_held bytes of them.
+bool next_long_row_fits_l2(const Problem& p, std::int64_t param_bytes,
+                           std::int64_t max_held = kMaxPrefetchedLongRowsBytes) {
   const std::int64_t held = 2 * row_bytes(p) + param_bytes;
-  return 16 * held <= 17 * l2_bytes() && held <= kMaxPrefetchedLongRowsBytes;
+  return 16 * held <= 17 * l2_bytes() && held <= max_held;
 }
 }  // namespace
 
@@ -319,8 +320,9 @@ bool prefetch_next_long_layernorm_row(const Problem& p) {
 
 bool half_rate_next_rows_in_f64() { return intel_cpu(); }
 
-bool half_rate_next_long_row_in_f64(const Problem& p) {
-  return intel_cpu() && next_long_row_fits_l2(p, norm_param_bytes(p));
+bool half_rate_next_long_row(const Problem& p, bool f64_compute) {
+  return intel_cpu() &&
+         next_long_row_fits_l2(p, norm_param_bytes(p), f64_compute ? kMaxPrefetchedLongRowsBytes : std::int64_t{1} << 20);
 }
 
 bool prefetch_next_rows_in_rms_stats() { return !intel_cpu(); }

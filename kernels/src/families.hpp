@@ -259,10 +259,14 @@ bool prefetch_next_rows_in_rms_stats();
 // 0.95, 21845x768 0.95, 128x65537 0.94-0.95; RMSNorm 0.86-0.97 on the same shapes (2048x4096
 // 0.89, 128x65537 0.91-0.92).
 bool half_rate_next_rows_in_f64();
-// The same for rows of more than one statistics chunk: where the row, the next one and the
-// parameters fit L2 (LayerNorm: prefetch_next_long_layernorm_row's bound). RMSNorm beyond it,
-// 32x262144, read 1.07 (64x131072 0.96).
-bool half_rate_next_long_row_in_f64(const Problem& p);
+// The same for rows of more than one statistics chunk written with streaming stores, in f64 compute
+// (f64_compute) or f32 compute (`highway`, `threaded`): where the row, the next one and the
+// parameters fit L2 (LayerNorm: prefetch_next_long_layernorm_row's bound), 1 MiB of them in f32
+// compute. The same A/B: highway-f64 RMSNorm 64x131072 (1.5 MiB) 0.96, but 32x262144 (3 MiB) 1.07;
+// f32 compute at 128x65537 (LayerNorm 1 MiB, RMSNorm 768 KiB), `highway` 1 thread f32 LayerNorm
+// 0.97, RMSNorm 0.96, bf16 LayerNorm 0.95, RMSNorm 0.98; `threaded` 2 threads f32 0.97 and 0.96
+// (every round under 1), bf16 0.96 and 1.00; at 64x131072 (RMSNorm, 1.5 MiB) f32 1.02, bf16 0.99.
+bool half_rate_next_long_row(const Problem& p, bool f64_compute);
 
 // Whether long rows (more than one statistics chunk) written with streaming stores read
 // themselves kPrefetchAheadBytes of x ahead where no earlier step prefetched them (a call's first

@@ -417,8 +417,7 @@ struct ApplyOptions {
   // many elements ahead of the columns applied (see detail::prefetch_long_rows_ahead). 0: not.
   // Ignored where the call gives a next row (that row is prefetched instead).
   std::size_t read_ahead = 0;
-  // The next rows are prefetched at half rate, next_x + i / 2 at column i (f64 compute on the rows'
-  // own x, Apply's single loop, the only one that reads it: see kHalfRateNextRows).
+  // The next rows are prefetched at half rate, next_x + i / 2 at column i (see kHalfRateNextRows).
   bool half_rate_prefetch = false;
 };
 
@@ -848,7 +847,8 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
         const std::uintptr_t beta_ahead = beta ? reinterpret_cast<std::uintptr_t>(beta) + opt.read_ahead * sizeof(P) : 0;
         for (; i + step <= n; i += step) {
           if constexpr (decltype(prefetch_next)::value)  // into L2: into L1 it evicts these rows (measured)
-            for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(next_x + r * n + i, 0, 1);
+            for (std::size_t r = 0; r < R; ++r)
+              __builtin_prefetch(next_x + r * n + (decltype(prefetch_next)::value == 2 ? i >> 1 : i), 0, 1);
           if constexpr (decltype(prefetch_params)::value)
             for (std::size_t at = i * sizeof(P); at < (i + step) * sizeof(P); at += 64) {
               __builtin_prefetch(reinterpret_cast<const void*>(gamma_ahead + at), 0, 1);
@@ -860,6 +860,8 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
       const auto loop_in_order = [&](auto even_odd) HWY_ATTR __attribute__((always_inline)) {
         if (!next_x)
           loop(std::false_type{}, std::false_type{}, even_odd);
+        else if (opt.half_rate_prefetch)
+          loop(std::integral_constant<int, 2>{}, std::false_type{}, even_odd);
         else if (kStream && !kBroadcast && reads_own_row_ahead && gamma)
           loop(std::true_type{}, std::bool_constant<kStream && !kBroadcast>{}, even_odd);
         else

@@ -94,8 +94,8 @@ constexpr std::size_t kWidenedRowsMaxBytes = 256 * 1024;
 // ApplyOptions::half_rate_prefetch), rather than all of them during the apply step. The apply step
 // is bound by its f64 conversions and the statistics read by little, so with the whole prefetch
 // in the apply step memory sat idle through the statistics and the apply step asked for more than
-// one thread's bandwidth. Only on Intel (detail::half_rate_next_rows_in_f64; long rows: where two
-// rows and their parameters fit L2, detail::half_rate_next_long_row_in_f64); measurements there.
+// one thread's bandwidth. Only on Intel (detail::half_rate_next_rows_in_f64, measurements there).
+// Rows longer than one statistics chunk do the same in f32 compute too (ForwardRowsImpl).
 template <bool kStream, class T, class C>
 constexpr bool kHalfRateNextRows = kStream && std::is_same_v<T, float> && std::is_same_v<C, double>;
 
@@ -528,8 +528,9 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
     // gamma and beta too in the apply step (Intel, streaming: detail::prefetch_long_rows_ahead).
     // Near a row's end these addresses pass it: prefetches of them never fault.
     const std::size_t ahead = detail::long_rows_ahead_elements<T>(p, kStream);
-    const bool half_rate =
-        kHalfRateNextRows<kStream, T, C> && prefetch_next && detail::half_rate_next_long_row_in_f64(p);
+    // The next row at half rate through both steps, as kHalfRateNextRows for short rows, for every
+    // dtype (see detail::half_rate_next_long_row).
+    const bool half_rate = kStream && prefetch_next && detail::half_rate_next_long_row(p, std::is_same_v<C, double>);
     for (std::int64_t r = row_begin; r < row_end; ++r) {
       add_rows(r, 1);
       detail::ChunkAccumulator<C> acc;
