@@ -305,6 +305,8 @@ bool interleave_long_layernorm_rows(const Problem& p, std::int64_t rows) {
 
 // At most this much held, whatever the L2 (measured on the Emerald Rapids VM: see families.hpp).
 constexpr std::int64_t kMaxPrefetchedLongRowsBytes = std::int64_t{3} << 19;  // 1.5 MiB
+// f32 compute's half-rate prefetch of the next long row: at most this much held (see families.hpp).
+constexpr std::int64_t kMaxHalfRateF32LongRowsBytes = std::int64_t{1} << 20;  // 1 MiB
 namespace {
 // Two rows and the norm's parameters (param_bytes) fit L2, and at most max_held bytes of them.
 bool next_long_row_fits_l2(const Problem& p, std::int64_t param_bytes,
@@ -322,7 +324,7 @@ bool half_rate_next_rows_in_f64() { return intel_cpu(); }
 
 bool half_rate_next_long_row(const Problem& p, bool f64_compute) {
   return intel_cpu() &&
-         next_long_row_fits_l2(p, norm_param_bytes(p), f64_compute ? kMaxPrefetchedLongRowsBytes : std::int64_t{1} << 20);
+         next_long_row_fits_l2(p, norm_param_bytes(p), f64_compute ? kMaxPrefetchedLongRowsBytes : kMaxHalfRateF32LongRowsBytes);
 }
 
 bool prefetch_next_rows_in_rms_stats() { return !intel_cpu(); }

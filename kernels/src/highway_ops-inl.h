@@ -826,18 +826,18 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
     if constexpr (kSingleLoop) {
       const T* prefetch[R];
       for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
-      // into L2: into L1 it evicts these rows (measured)
-      if (opt.half_rate_prefetch && next_x) {
+      // shift 1: the next rows at half rate (opt.half_rate_prefetch), a compile-time shift in the loop.
+      const auto loop = [&](auto shift) HWY_ATTR __attribute__((always_inline)) {
         for (; i + step <= n; i += step) {
-          for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + (i >> 1), 0, 1);
+          // into L2: into L1 it evicts these rows (measured)
+          for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + (i >> decltype(shift)::value), 0, 1);
           step_columns(i, known, std::false_type{});
         }
-      } else {
-        for (; i + step <= n; i += step) {
-          for (std::size_t r = 0; r < R; ++r) __builtin_prefetch(prefetch[r] + i, 0, 1);
-          step_columns(i, known, std::false_type{});
-        }
-      }
+      };
+      if (opt.half_rate_prefetch && next_x)
+        loop(std::integral_constant<std::size_t, 1>{});
+      else
+        loop(std::integral_constant<std::size_t, 0>{});
     } else {
       // prefetch_params: gamma and beta opt.read_ahead elements ahead too, every line of a step's.
       const auto loop = [&](auto prefetch_next, auto prefetch_params, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
@@ -1130,9 +1130,9 @@ HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t col
   const std::int64_t begin = k * detail::kStatsChunk;
   const auto n = static_cast<std::size_t>(std::min(cols - begin, detail::kStatsChunk));
   const T* x[1] = {row + begin};
+  mean = 0;
   if (next_row) {
     const T* next = next_row + begin / 2;
-    mean = 0;
     if (centres(norm))
       BlockStats<1, 1>(d, x, n, &mean, &m2, next);
     else
@@ -1140,7 +1140,6 @@ HWY_INLINE void ChunkStatsTyped(D d, const T* HWY_RESTRICT row, std::int64_t col
     return;
   }
   const T* next = ahead ? x[0] + ahead : nullptr;
-  mean = 0;
   if (centres(norm))
     BlockStats<1>(d, x, n, &mean, &m2, next);
   else

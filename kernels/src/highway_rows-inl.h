@@ -558,7 +558,7 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       ApplyOptions opt = ApplyOptionsOf(p);
       opt.read_ahead = ahead;  // used only by a row with no next row to prefetch
       const T* next_row = next ? row_x(r + 1) : nullptr;
-      if (next_half && next) {
+      if (next_half) {  // implies next
         next_row += p.cols / 2;
         opt.half_rate_prefetch = true;
       }
