@@ -765,7 +765,15 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
   // values in that order too (NarrowEvenOddToBf16). Not with AVX512-BF16, whose one conversion
   // writes the plain order, nor for a widened copy of the rows (f64 compute, not paired).
   constexpr bool kMayEvenOdd = kEvenOddOrder<D, T, kHwBf16> && std::is_same_v<TX, T>;
-  const std::size_t step = kPairs ? 2 * N : N;
+  // f32 out of f64 compute, streamed: two result vectors demoted into one full vector, one
+  // non-temporal store per cache line (AVX3) instead of two half-vector ones, and one next-row
+  // prefetch per line instead of two. On the Sapphire Rapids VM, two builds, ABBA, 8 rounds,
+  // 1 thread, highway-f64 f32 in DRAM: 0.94-0.98 of the time before (128x65537, 2048x4096,
+  // 4096x4096, 21845x768), the ceilings 0.99-1.00. (On Zen 5 it had measured no gain: see
+  // reports/baselines/PERFORMANCE-LOG.md, "f32 output in whole vectors".)
+  constexpr bool kF64Pairs = kStream && std::is_same_v<hn::TFromD<D>, double> && std::is_same_v<T, float> &&
+                             std::is_same_v<TX, T> && hn::MaxLanes(D()) >= 4;
+  const std::size_t step = kPairs || kF64Pairs ? 2 * N : N;
   // even_odd: std::true_type for the even/odd order, with gamma and beta from paired.
   const auto step_columns = [&](std::size_t i, auto known, auto even_odd) HWY_ATTR __attribute__((always_inline)) {
     if constexpr (kPairs) {
@@ -792,6 +800,24 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
         else
           NarrowPairToBf16<kStream, kHwBf16>(d, v0, v1, y[r] + i);
       }
+    } else if constexpr (kF64Pairs) {
+      const auto g0 = prep_gamma(param(gamma, i, N, GammaGiven(known)));
+      const auto g1 = prep_gamma(param(gamma, i + N, N, GammaGiven(known)));
+      const auto b0 = prep_beta(param(beta, i, N, BetaGiven(known)));
+      const auto b1 = prep_beta(param(beta, i + N, N, BetaGiven(known)));
+      hn::Vec<D> lo[R], hi[R];  // loads before stores, as in columns
+      for (std::size_t r = 0; r < R; ++r) {
+        lo[r] = LoadRow(d, x[r] + i);
+        hi[r] = LoadRow(d, x[r] + i + N);
+      }
+#if HWY_TARGET != HWY_SCALAR
+      const hn::Rebind<float, D> dh;
+      const hn::Twice<decltype(dh)> dw;
+      for (std::size_t r = 0; r < R; ++r) {
+        const auto v0 = value(lo[r], g0, b0, r, known), v1 = value(hi[r], g1, b1, r, known);
+        Put<kStream>(dw, hn::Combine(dw, hn::DemoteTo(dh, v1), hn::DemoteTo(dh, v0)), y[r] + i);
+      }
+#endif
     } else {
       columns(i, N, true, known);
     }
@@ -898,14 +924,14 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
   } else {
     main_loop_known(ParamsKnown<kParamsTested>{});
   }
-  // A lone vector after the pairs is half a cache line of bf16: streaming it leaves a line part
+  // A lone vector after the pairs is half a cache line (bf16, or f32 out of f64): streaming it leaves a line part
   // non-temporal and part cached (the next row's peel), which stalls: bf16 1048576x24 had taken
   // 6.6x as long with streaming stores as with cached ones.
   // Only after pairs: otherwise the main loop's step is N and no whole vector is left. (Compiled
   // for f64 compute's single loop all the same; for the f32-compute single-vector loops GCC 12
   // warned of pointer overflow here once they were two.)
   if constexpr (kPairs || kSingleLoop)
-    for (; i + N <= n; i += N) columns(i, N, !kPairs, ParamsKnown<kParamsTested>{});
+    for (; i + N <= n; i += N) columns(i, N, !kPairs && !kF64Pairs, ParamsKnown<kParamsTested>{});
   if (i < n) columns(i, n - i, false, ParamsKnown<kParamsTested>{});
 }
 
