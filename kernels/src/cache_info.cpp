@@ -174,6 +174,7 @@ constexpr std::int64_t kShortRowBytes = 4096;
 constexpr std::int64_t kMinPipelinedLayerNormRows = 4;
 constexpr std::int64_t kMinPipelinedRmsNormRows = 3;
 constexpr std::int64_t kMaxPipelinedRowBytes = 2 * kShortRowBytes;
+static_assert(kMinPipelinedLayerNormRows >= kMinRowsOfMultiRowRules && kMinPipelinedRmsNormRows >= kMinRowsOfMultiRowRules);
 
 namespace {
 // Bytes of gamma, of a LayerNorm row's gamma and beta together, and of the norm's own parameters
@@ -245,6 +246,7 @@ bool pipeline_short_rows(const Problem& p, std::int64_t rows) {
 
 // Two rows run as a pair instead (f32 2x4096: blocked 6% slower; 3x4096 7% faster).
 constexpr std::int64_t kMinBlockedRows = 3;
+static_assert(kMinBlockedRows >= kMinRowsOfMultiRowRules);
 
 // Intel: at most this many blocks in a call, or blocks that fit L2 (see families.hpp).
 constexpr std::int64_t kMaxBlocksBeyondL2 = 4;

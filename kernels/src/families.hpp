@@ -48,6 +48,13 @@ void highway_apply_range(const Problem& p, const Buffers& b, std::int64_t row, s
 // (auto_streaming_stores in cache_info.cpp).
 bool streaming_stores(const Problem& p, const RunConfig& cfg);
 
+// The fewest rows that any of the multi-row rules below takes (triple_short_layernorm_rows,
+// pipeline_short_rows, the block rules): highway asks none of them for calls of fewer rows. The
+// three out-of-line calls had taken 2.5% of a one-row call (f32 LayerNorm 1x768, perf record). Two
+// binaries, ABBA, 8 rounds, 1 thread (Zen 4): one-row LayerNorm f32 0.97-1.00 (1x4096 1.03), bf16
+// 0.96-0.99 of the time before (PERFORMANCE-LOG.md, "One-row calls skip the multi-row rules").
+inline constexpr std::int64_t kMinRowsOfMultiRowRules = 3;
+
 // Whether highway interleaves two rows at a time for `rows` rows of p: only short rows (<= 4 KiB)
 // whose x and y fit in L2. Interleaved A/B (f32 and bf16, 1 thread): 128x768 and 128x1024 10-12%
 // faster; 128x2048 13-17% and L3-resident 2048x1024 8% slower, so not there.

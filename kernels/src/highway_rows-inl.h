@@ -457,7 +457,8 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
       constexpr bool kMayBlock = !(std::is_same_v<C, double> && sizeof(T) == 2);
       constexpr bool kMayPipeline = std::is_same_v<C, float> && !std::is_same_v<T, double> && !kStream && !kVariant;
       bool pipelined = false;  // rows the block rule takes, pipelined instead (detail::pipeline_blocked_layernorm_rows)
-      if (kMayBlock && g && (centres(p.norm) ? bt != nullptr : kF32InF64<T, C> && bt == nullptr) &&
+      const bool multi_row_rules = rows >= detail::kMinRowsOfMultiRowRules;
+      if (kMayBlock && multi_row_rules && g && (centres(p.norm) ? bt != nullptr : kF32InF64<T, C> && bt == nullptr) &&
           (kF32InF64<T, C> ? detail::block_long_f32_rows_in_f64(p, rows) : detail::block_long_layernorm_rows(p, rows)) &&
           !(pipelined = kMayPipeline && detail::pipeline_blocked_layernorm_rows(p, rows))) {
         for (; r < row_end; r += kBlockRows) {
@@ -469,14 +470,15 @@ void ForwardRowsImpl(const Problem& p, const Buffers& b, std::int64_t row_begin,
         return;
       }
       if constexpr (kMayPipeline) {
-        if (pipelined || (g && (centres(p.norm) ? bt != nullptr : bt == nullptr) && detail::pipeline_short_rows(p, rows))) {
+        if (pipelined || (multi_row_rules && g && (centres(p.norm) ? bt != nullptr : bt == nullptr) &&
+                          detail::pipeline_short_rows(p, rows))) {
           PipelinedRows<kHwBf16, T>(p, in, r, rows, g, bt, add_rows, paired);
           return;
         }
       }
       // f32 compute on 16-bit or f32 rows (the rule tells which)
       constexpr bool kMayTriple = sizeof(T) <= 4 && std::is_same_v<C, float>;
-      if (kMayTriple && same_alignment && detail::triple_short_layernorm_rows(p, rows, kStream))
+      if (kMayTriple && multi_row_rules && same_alignment && detail::triple_short_layernorm_rows(p, rows, kStream))
         for (; r + kTriple <= row_end; r += kTriple) {
           add_rows(r, kTriple);
           ShortRows<kTriple, kStream, kVariant, kHwBf16, T, C>(
