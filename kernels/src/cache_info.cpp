@@ -229,8 +229,12 @@ bool pipelined_rows_fit_l1(const Problem& p) {
 }
 }  // namespace
 
+// A triple takes three rows.
+constexpr std::int64_t kMinTripleRows = 3;
+static_assert(kMinTripleRows >= kMinRowsOfMultiRowRules);
+
 bool triple_short_layernorm_rows(const Problem& p, std::int64_t rows, bool stream) {
-  if (!centres(p.norm) || rows < 3 || row_bytes(p) > kShortRowBytes) return false;
+  if (!centres(p.norm) || rows < kMinTripleRows || row_bytes(p) > kShortRowBytes) return false;
   if (dtype_size(p.dtype) == 2) return stream || call_within_cached_share(p);
   return p.dtype == DType::kF32 && 2 * rows * row_bytes(p) <= l1_bytes();
 }
