@@ -121,7 +121,8 @@ MACHINE_BOUNDS = ("traffic", "arithmetic", "parallel cost", "noise")
 
 def verdict(met, misses, goal):
     """(status, text) of a target. misses: (shape, value, [(bound, kind, label), ...]) for each
-    shape under the goal. A shape is bounded where its tightest bound in the run is under the goal
+    shape under the goal; a bound of NaN was not measured, or (with a fourth element, the text
+    to print) does not hold the shape. A shape is bounded where its tightest bound in the run is under the goal
     too: no kernel moving that traffic (or timed that noisily) could have met it there. status:
     "met"; "open" where any missing shape has every bound at or above the goal (or none measured),
     so a faster kernel could still meet it; "compute-bound" where some shape's tightest bound is
@@ -139,15 +140,16 @@ def verdict(met, misses, goal):
             status = "open"
         else:
             status = "bounded" if tight[1] in MACHINE_BOUNDS else "compute-bound"
-        classified.append((status, s, value, tight))
+        why_open = next((b[3] for b in bounds if len(b) > 3), "no bound measured")
+        classified.append((status, s, value, tight, why_open))
     order = {"open": 0, "compute-bound": 1, "bounded": 2}
     classified.sort(key=lambda c: (order[c[0]], c[2]))
     overall = classified[0][0]
     counts = {k: sum(c[0] == k for c in classified) for k in order}
     parts = [f"{n} {k}" for k, n in counts.items() if n]
     shown = []
-    for _, s, value, tight in classified[:3]:
-        bound = "no bound measured" if tight is None else f"{tight[2]} {near(tight[0], goal)}"
+    for _, s, value, tight, why_open in classified[:3]:
+        bound = why_open if tight is None else f"{tight[2]} {near(tight[0], goal)}"
         shown.append(f"{s} {near(value, goal)}, {bound}")
     more = f"; {len(classified) - 3} more" if len(classified) > 3 else ""
     return overall, f"{overall}: {len(misses)} shape(s) under the goal ({', '.join(parts)}): {'; '.join(shown)}{more}"
@@ -391,7 +393,8 @@ def targets(rows):
         # of c says as much as one of 1/c (a control of 1.12 is the other name's 0.89).
         noise = min(min(v, 1 / v) for v, _ in control) if control else math.nan
         row(f"threaded (2 threads) / highway, rows < threads ({len(decode)} cases)", text, ">= 0.95x", lo[0] >= 0.95,
-            headline, [(c, v, [(noise if v >= noise else math.nan, "noise", "an A/A control as far from 1 as")])
+            headline, [(c, v, [(noise, "noise", "an A/A control as far from 1 as") if v >= noise else
+                                (math.nan, "noise", "", f"farther from 1 than every A/A control (the farthest read {noise:.2f})")])
                        for v, c in decode if v < 0.95], 0.95)
 
     # One huge row split across threads.
