@@ -188,15 +188,25 @@ TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMoreInRowsOfAL
   }
 }
 
-// The store rule counts the last-level cache up to kMaxStoreRuleCacheBytes: a call whose x and y
-// reach that much streams on any CPU but a Skylake-server one, however large the reported L3.
+// The store rule counts the last-level cache up to kMaxStoreRuleCacheBytes (32 MiB on Ice Lake-SP):
+// a call whose x and y reach that much streams on any CPU but a Skylake-server one, however large
+// the reported L3.
 TEST(HighwayPaths, StoreRuleCountsAtMostTheCappedLastLevelCache) {
   const std::int64_t llc = last_level_cache_bytes();
-  EXPECT_EQ(store_rule_cache_bytes(), std::min(llc, kMaxStoreRuleCacheBytes));
+  const bool ice_lake_server = intel_family6_model() == kIceLakeServerModel;
+  EXPECT_EQ(max_store_rule_cache_bytes(), ice_lake_server ? kIceLakeServerStoreRuleCacheBytes : kMaxStoreRuleCacheBytes);
+  EXPECT_EQ(store_rule_cache_bytes(), std::min(llc, max_store_rule_cache_bytes()));
   const Implementation& hw = find_implementation("highway");
-  // Rows of 16 KiB whose x and y take the capped cache (2048x4096 f32, 64 MiB) or more.
-  const Problem p{Norm::kLayerNorm, DType::kF32, (kMaxStoreRuleCacheBytes / 2) / (4096 * 4), 4096, 1e-5};
+  // Rows of 16 KiB whose x and y take the capped cache (2048x4096 f32, 64 MiB; 1024x4096, 32 MiB,
+  // on Ice Lake-SP) or more.
+  const std::int64_t cap = max_store_rule_cache_bytes();
+  const Problem p{Norm::kLayerNorm, DType::kF32, (cap / 2) / (4096 * 4), 4096, 1e-5};
   EXPECT_EQ(uses_streaming_stores(hw, p), !cached_dram_rows_cpu());
+  // Half as many rows stay cached wherever the reported L3 holds more than their x and y.
+  const Problem half{Norm::kLayerNorm, DType::kF32, (cap / 4) / (4096 * 4), 4096, 1e-5};
+  if (llc > cap / 2) {
+    EXPECT_FALSE(uses_streaming_stores(hw, half));
+  }
   // Rows of 1 MiB (over 64 KiB) stream on every CPU: 64x262144 f32 is 128 MiB of x and y.
   EXPECT_TRUE(uses_streaming_stores(hw, Problem{Norm::kRMSNorm, DType::kF32, 64, 262144, 1e-5}));
   EXPECT_FALSE(uses_streaming_stores(hw, Problem{Norm::kRMSNorm, DType::kF32, 1, 262144, 1e-5}));

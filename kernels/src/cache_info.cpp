@@ -124,7 +124,11 @@ int intel_family6_model() {
 
 bool cached_dram_rows_cpu() { return intel_family6_model() == kSkylakeServerModel; }
 
-std::int64_t store_rule_cache_bytes() { return std::min(last_level_cache_bytes(), kMaxStoreRuleCacheBytes); }
+std::int64_t max_store_rule_cache_bytes() {
+  return intel_family6_model() == kIceLakeServerModel ? kIceLakeServerStoreRuleCacheBytes : kMaxStoreRuleCacheBytes;
+}
+
+std::int64_t store_rule_cache_bytes() { return std::min(last_level_cache_bytes(), max_store_rule_cache_bytes()); }
 
 namespace {
 constexpr std::int64_t kCacheLineBytes = 64;  // x86 (and most ARM cores)

@@ -43,7 +43,8 @@ void highway_apply_range(const Problem& p, const Buffers& b, std::int64_t row, s
 // Nor for rows or GroupNorm units shorter than a cache line: each line then holds parts of two
 // rows, written partly streaming and partly cached (the peel), which stalls: f16 1048576x24 took
 // 3x as long streaming as cached (96-byte rows measured the same either way). The last-level cache
-// counts at most kMaxStoreRuleCacheBytes (a VM's share of a large socket's L3), and on
+// counts at most kMaxStoreRuleCacheBytes (a VM's share of a large socket's L3; 32 MiB on Ice
+// Lake-SP, max_store_rule_cache_bytes), and on
 // Skylake-server Xeons LayerNorm and RMSNorm rows of up to 64 KiB stay cached
 // (auto_streaming_stores in cache_info.cpp).
 bool streaming_stores(const Problem& p, const RunConfig& cfg);
