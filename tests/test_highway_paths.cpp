@@ -193,13 +193,15 @@ TEST(HighwayPaths, AutoStreamsOnlyOutputsOfHalfTheLastLevelCacheOrMoreInRowsOfAL
 // the reported L3.
 TEST(HighwayPaths, StoreRuleCountsAtMostTheCappedLastLevelCache) {
   const std::int64_t llc = last_level_cache_bytes();
-  const bool ice_lake_server = intel_family6_model() == kIceLakeServerModel;
-  EXPECT_EQ(max_store_rule_cache_bytes(), ice_lake_server ? kIceLakeServerStoreRuleCacheBytes : kMaxStoreRuleCacheBytes);
-  EXPECT_EQ(store_rule_cache_bytes(), std::min(llc, max_store_rule_cache_bytes()));
+  // The cap this CPU should have, named here rather than read back from max_store_rule_cache_bytes,
+  // so that the store choices below fail if the rule counts the wrong cap.
+  const std::int64_t cap =
+      intel_family6_model() == kIceLakeServerModel ? kIceLakeServerStoreRuleCacheBytes : kMaxStoreRuleCacheBytes;
+  EXPECT_EQ(max_store_rule_cache_bytes(), cap);
+  EXPECT_EQ(store_rule_cache_bytes(), std::min(llc, cap));
   const Implementation& hw = find_implementation("highway");
   // Rows of 16 KiB whose x and y take the capped cache (2048x4096 f32, 64 MiB; 1024x4096, 32 MiB,
   // on Ice Lake-SP) or more.
-  const std::int64_t cap = max_store_rule_cache_bytes();
   const Problem p{Norm::kLayerNorm, DType::kF32, (cap / 2) / (4096 * 4), 4096, 1e-5};
   EXPECT_EQ(uses_streaming_stores(hw, p), !cached_dram_rows_cpu());
   // Half as many rows stay cached wherever the reported L3 holds more than their x and y.
