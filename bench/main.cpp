@@ -540,8 +540,9 @@ int run(int argc, char** argv) {
                "kernels alike; without it the system's THP policy decides (report columns huge_pages, thp_policy)");
   app.add_option("--stores", o.stores,
                  "How the highway family writes y: auto (non-temporal stores when y is at least half the last-level "
-                 "cache, counted up to 64 MiB, and rows span a cache line or more, but on Skylake-server Xeons "
-                 "(model 85: Cascade Lake) not for LayerNorm and RMSNorm rows of up to 64 KiB), cached, streaming")
+                 "cache, counted up to 64 MiB (32 MiB on Ice Lake-SP, model 106), and rows span a cache line or "
+                 "more, but on Skylake-server Xeons (model 85: Cascade Lake) not for LayerNorm and RMSNorm rows "
+                 "of up to 64 KiB), cached, streaming")
       ->capture_default_str();
   app.add_option("--report", o.report_path, "CSV report path (default reports/out/bench-<host>-<UTC time>.csv)");
   app.add_flag("--list", o.list, "Print the implementation registry as CSV and exit");
