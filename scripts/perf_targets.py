@@ -113,7 +113,7 @@ def rep_times(r):
 
 
 def slower_p_value(slow, fast):
-    """One-sided exact Wilcoxon rank-sum (Mann-Whitney) p-value that the times `slow` are no
+    """One-sided exact Wilcoxon rank-sum (Mann-Whitney) p-value of the times `slow` being no
     slower than `fast`: the chance that, were all the repetitions one distribution, a random
     len(slow) of them would hold ranks summing to at least `slow`'s. Ties take mid-ranks (doubled
     to stay integers); the subsets are counted by dynamic programming, exact at any size."""
@@ -155,7 +155,8 @@ MACHINE_BOUNDS = ("traffic", "arithmetic", "parallel cost", "noise")
 def verdict(met, misses, goal):
     """(status, text) of a target. misses: (shape, value, [(bound, kind, label), ...]) for each
     shape under the goal; a bound of NaN was not measured, or (with a fourth element, the text
-    to print) does not hold the shape; a fourth element of a measured bound is the text printed for it. A shape is bounded where its tightest bound in the run is under the goal
+    to print) does not hold the shape; a measured bound's fourth element is the text printed for
+    it. A shape is bounded where its tightest bound in the run is under the goal
     too: no kernel moving that traffic (or timed that noisily) could have met it there. status:
     "met"; "open" where any missing shape has every bound at or above the goal (or none measured),
     so a faster kernel could still meet it; "compute-bound" where some shape's tightest bound is
@@ -492,7 +493,8 @@ def summary(statuses):
     n = {k: statuses.count(k) for k in ("met", "bounded", "compute-bound", "open")}
     return (f"{n['met']} of {len(statuses)} targets met; not met: {n['bounded']} bounded by the machine or the "
             f"measurement in this run (row-phased or arithmetic ceiling, parallel cost or A/A control under the goal, or "
-            f"repetitions a rank-sum test cannot tell from the same call's, at every missing shape), {n['compute-bound']} by the kernel's own compute speed, {n['open']} open (a missing "
+            f"repetitions a rank-sum test cannot tell from the same call's, at every missing shape), "
+            f"{n['compute-bound']} by the kernel's own compute speed, {n['open']} open (a missing "
             f"shape whose bounds in this run leave room, or none measured).")
 
 
