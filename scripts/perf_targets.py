@@ -116,7 +116,9 @@ def slower_p_value(slow, fast):
     """One-sided exact Wilcoxon rank-sum (Mann-Whitney) p-value of the times `slow` being no
     slower than `fast`: the chance that, were all the repetitions one distribution, a random
     len(slow) of them would hold ranks summing to at least `slow`'s. Ties take mid-ranks (doubled
-    to stay integers); the subsets are counted by dynamic programming, exact at any size."""
+    to stay integers); the subsets are counted by dynamic programming, exact at any size.
+    normbench-compare has the two-sided test in C++ (mann_whitney_u, reports/src/compare.cpp: exact
+    only without ties); this script reads reports without a build, and timings tie."""
     pooled = sorted((t, i < len(slow)) for i, t in enumerate(slow + fast))
     ranks2 = [0] * len(pooled)  # twice each mid-rank
     i = 0
@@ -410,10 +412,8 @@ def targets(rows):
     # name's repetitions fall in two groups (Ice Lake run 14: 133-169 and 187-237 ns at LayerNorm
     # 1x768), medians of 9 land in either.
     decode, control = [], []
-    reps = {}  # decode shape: (its 2-thread repetitions, the same call's at 1 thread)
+    two_thread = {}  # decode shape: (its 2-thread repetitions, highway's)
     one_thread = {}  # shape: threaded's repetitions at 1 thread
-    for r in pick(rows, implementation="threaded", dtype="f32", rows=1, threads=1):
-        one_thread[f"{r['norm']} {shape(r)}"] = rep_times(r)
     for r in pick(rows, implementation="threaded", dtype="f32", rows=1):
         hw = pick(rows, implementation="highway", norm=r["norm"], dtype="f32", threads=1, rows=1, cols=r["cols"])
         if not hw or r["threads"] not in ("1", "2"):
@@ -421,9 +421,10 @@ def targets(rows):
         ratio = (fnum(hw[0]["time_median_ns"]) / fnum(r["time_median_ns"]), f"{r['norm']} {shape(r)}")
         if r["threads"] == "1":
             control.append(ratio)
+            one_thread[ratio[1]] = rep_times(r)
             continue
         decode.append(ratio)
-        reps[ratio[1]] = (rep_times(r), rep_times(hw[0]) + one_thread.get(ratio[1], []))
+        two_thread[ratio[1]] = (rep_times(r), rep_times(hw[0]))
     if decode:
         lo = min(decode)
         text = headline = f"min {near(lo[0], 0.95)}x ({lo[1]})"
@@ -442,11 +443,13 @@ def targets(rows):
             if v >= noise:
                 return [(noise, "noise", "an A/A control as far from 1 as")]
             why = f"farther from 1 than every A/A control (the farthest read {noise:.2f})"
-            slow, fast = reps[c]
-            if math.comb(len(slow) + len(fast), len(slow)) < 20:  # too few repetitions to reject at 5% (or none)
+            slow, highway_reps = two_thread[c]
+            fast = highway_reps + one_thread.get(c, [])  # the same call at 1 thread, under both names
+            alpha = 0.05
+            if 1 / math.comb(len(slow) + len(fast), len(slow)) > alpha:  # too few repetitions to reject (or none)
                 return [(math.nan, "noise", "", why)]
             p = slower_p_value(slow, fast)
-            if p > 0.05:  # the run cannot tell the two apart: bounded by its noise at the shape's own value
+            if p > alpha:  # the run cannot tell the two apart: bounded by its noise at the shape's own value
                 return [(v, "noise", "", f"{why}, but its {len(slow)} repetitions no slower than the same call's "
                                          f"{len(fast)} at 1 thread by a rank-sum test (one-sided p {p:.2g})")]
             return [(math.nan, "noise", "", f"{why}, and its {len(slow)} repetitions slower than the same call's "
