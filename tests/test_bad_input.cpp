@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "normbench/simd_convert.hpp"
 #include "peers.hpp"
 #include "test_support.hpp"
 
@@ -219,6 +220,53 @@ TEST(Registry, UnknownNamesAreRejected) {
   EXPECT_THROW(parse_norm("batchnorm2"), Error);
   EXPECT_EQ(parse_dtype("bf16"), DType::kBF16);
   EXPECT_EQ(parse_norm("rmsnorm"), Norm::kRMSNorm);
+}
+
+// The entry points outside forward() check their buffers as forward() does, before writing
+// anything: the Highway code behind them dereferences them as typed, aligned elements.
+TEST(EntryPoints, ConversionsAndAddRejectNullAndMisalignedBuffers) {
+  constexpr std::size_t n = 16;
+  constexpr std::uint8_t kUntouched = 0xA5;
+  alignas(8) std::uint8_t in[8 * n + 8], out[8 * n + 8];
+  std::fill(std::begin(in), std::end(in), std::uint8_t{0});
+  const auto expect_rejected = [&](const auto& call, const std::string& needle) {
+    std::fill(std::begin(out), std::end(out), kUntouched);
+    try {
+      call();
+      ADD_FAILURE() << "accepted; expected an error mentioning '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    for (std::uint8_t v : out) ASSERT_EQ(v, kUntouched) << "output written before the error (" << needle << ")";
+  };
+  const auto* in_f32 = reinterpret_cast<const float*>(in);
+  auto* out_f32 = reinterpret_cast<float*>(out);
+  for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+    SCOPED_TRACE(dtype_name(t));
+    expect_rejected([&] { simd_store_rounded(t, static_cast<const float*>(nullptr), out, n); }, "null buffer");
+    expect_rejected([&] { simd_store_rounded(t, in_f32, nullptr, n); }, "null buffer");
+    expect_rejected([&] { simd_store_rounded(t, static_cast<const double*>(nullptr), out, n); }, "null buffer");
+    expect_rejected([&] { simd_load_widened(t, nullptr, out_f32, n); }, "null buffer");
+    expect_rejected([&] { simd_load_widened(t, in, nullptr, n); }, "null buffer");
+    expect_rejected([&] { add_rounded(t, nullptr, in, out, n); }, "null buffer");
+    // One byte off: misaligned for every element size here.
+    expect_rejected([&] { simd_store_rounded(t, reinterpret_cast<const float*>(in + 1), out, n); }, "input is not aligned");
+    expect_rejected([&] { simd_store_rounded(t, in_f32, out + 1, n); }, "output is not aligned");
+    expect_rejected([&] { simd_store_rounded(t, reinterpret_cast<const double*>(in + 4), out, n); }, "input is not aligned");
+    expect_rejected([&] { simd_load_widened(t, in + 1, out_f32, n); }, "input is not aligned");
+    expect_rejected([&] { simd_load_widened(t, in, reinterpret_cast<float*>(out + 2), n); }, "output is not aligned");
+    expect_rejected([&] { add_rounded(t, in + 1, in, out, n); }, "x is not aligned");
+    expect_rejected([&] { add_rounded(t, in, in + 1, out, n); }, "residual is not aligned");
+    expect_rejected([&] { add_rounded(t, in, in, out + 1, n); }, "h is not aligned");
+    // Nothing to convert: null buffers are fine, as forward() takes zero rows.
+    EXPECT_NO_THROW(simd_store_rounded(t, static_cast<const float*>(nullptr), nullptr, 0));
+    EXPECT_NO_THROW(simd_load_widened(t, nullptr, nullptr, 0));
+    EXPECT_NO_THROW(add_rounded(t, nullptr, nullptr, nullptr, 0));
+    // Aligned buffers pass and are written.
+    std::fill(std::begin(out), std::end(out), kUntouched);
+    simd_store_rounded(t, in_f32, out, n);
+    EXPECT_EQ(out[0], 0) << "an aligned conversion of zeros wrote nothing";
+  }
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ int threads_used(const Implementation& impl, const Problem& p, const RunConfig& 
   return impl.threads_used ? impl.threads_used(p, cfg) : std::max(1, cfg.threads);
 }
 
-namespace {
+namespace detail {
 // align is an element size, a power of two: a mask, not `%`. A 64-bit division costs 35-88 cycles
 // on Skylake-SP/Cascade Lake, and this runs four times or more a call (performance log, "Per-call
 // divisions on a Cascade Lake VM").
@@ -132,6 +132,10 @@ void check_aligned(const void* p, std::size_t align, const char* what) {
   if ((reinterpret_cast<std::uintptr_t>(p) & (align - 1)) != 0)
     throw Error(fmt::format("{} is not aligned to its element size ({} bytes)", what, align));
 }
+}  // namespace detail
+
+namespace {
+using detail::check_aligned;
 
 bool ranges_overlap(const void* a, const void* b, std::size_t bytes) {
   const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);

@@ -10,6 +10,9 @@
 
 namespace normbench::detail {
 
+// Throws Error naming `what` unless p is a multiple of align (a power of two: an element size).
+void check_aligned(const void* p, std::size_t align, const char* what);
+
 void naive_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 void welford_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 void fused_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);

@@ -224,28 +224,40 @@ HWY_EXPORT(Convert);
 HWY_EXPORT(ConvertF64);
 
 namespace {
-void check_convertible(DType t) {
+// The public entry points below check what forward() checks for the kernels: the Highway code
+// behind them dereferences its buffers as typed, aligned elements.
+// in_size / out_size: the element sizes of in and out (the alignment each needs).
+void check_conversion(DType t, const void* in, std::size_t in_size, const void* out, std::size_t out_size,
+                      std::size_t n) {
   if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16)
     throw Error(fmt::format("SIMD conversion supports f32, bf16 and f16, not {}", dtype_name(t)));
+  if (n == 0) return;
+  if (in == nullptr || out == nullptr) throw Error("SIMD conversion: null buffer");
+  detail::check_aligned(in, in_size, "SIMD conversion input");
+  detail::check_aligned(out, out_size, "SIMD conversion output");
 }
 }  // namespace
 
 void simd_store_rounded(DType t, const float* in, void* out, std::size_t n) {
-  check_convertible(t);
+  check_conversion(t, in, sizeof(float), out, dtype_size(t), n);
   HWY_DYNAMIC_DISPATCH(Convert)(t, in, out, nullptr, nullptr, n);
 }
 void simd_store_rounded(DType t, const double* in, void* out, std::size_t n) {
-  check_convertible(t);
+  check_conversion(t, in, sizeof(double), out, dtype_size(t), n);
   HWY_DYNAMIC_DISPATCH(ConvertF64)(t, in, out, n);
 }
 void simd_load_widened(DType t, const void* in, float* out, std::size_t n) {
-  check_convertible(t);
+  check_conversion(t, in, dtype_size(t), out, sizeof(float), n);
   HWY_DYNAMIC_DISPATCH(Convert)(t, nullptr, nullptr, in, out, n);
 }
 
 void add_rounded(DType t, const void* x, const void* residual, void* h, std::size_t n) {
   if (n == 0) return;
   if (x == nullptr || residual == nullptr || h == nullptr) throw Error("add_rounded: null buffer");
+  const std::size_t size = dtype_size(t);
+  detail::check_aligned(x, size, "add_rounded: x");
+  detail::check_aligned(residual, size, "add_rounded: residual");
+  detail::check_aligned(h, size, "add_rounded: h");
   Problem p{Norm::kLayerNorm, t, 1, static_cast<std::int64_t>(n), 0.0};
   Buffers b;
   b.x = x;
