@@ -269,5 +269,54 @@ TEST(EntryPoints, ConversionsAndAddRejectNullAndMisalignedBuffers) {
   }
 }
 
+// A shifted h would be computed from inputs a previous vector's store had already overwritten
+// (a silent wrong sum), and a conversion in place reads values it has written at another width:
+// both are rejected before anything is written. h == x and h == residual are elementwise and fine.
+TEST(EntryPoints, AddAndConversionsRejectOverlappingBuffers) {
+  constexpr std::size_t n = 64;
+  std::vector<float> buf(3 * n), r(n, 0.5f);
+  const auto reset = [&] {
+    for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i);
+  };
+  const auto expect_rejected = [&](const auto& call, const std::string& needle) {
+    reset();
+    const std::vector<float> before = buf;
+    try {
+      call();
+      ADD_FAILURE() << "accepted; expected an error mentioning '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    ASSERT_EQ(buf, before) << "buffer written before the error (" << needle << ")";
+  };
+  float* x = buf.data();
+  for (std::size_t shift : {std::size_t{1}, std::size_t{8}, n - 1}) {
+    SCOPED_TRACE(fmt::format("shift {}", shift));
+    expect_rejected([&] { add_rounded(DType::kF32, x, r.data(), x + shift, n); }, "h partially overlaps");
+    expect_rejected([&] { add_rounded(DType::kF32, x + shift, r.data(), x, n); }, "h partially overlaps");
+    expect_rejected([&] { add_rounded(DType::kF32, r.data(), x, x + shift, n); }, "h partially overlaps");
+    expect_rejected([&] { simd_store_rounded(DType::kBF16, x, x + shift, n); }, "input and output overlap");
+    expect_rejected([&] { simd_load_widened(DType::kBF16, x + shift, x, n); }, "input and output overlap");
+  }
+  // Each range counts its own element size: f32 -> bf16 writes 2n bytes, so an input n/4 floats
+  // past the output overlaps the output's second half, and one n/2 floats past only touches it.
+  expect_rejected([&] { simd_store_rounded(DType::kBF16, x + n / 4, x, n); }, "input and output overlap");
+  reset();
+  EXPECT_NO_THROW(simd_store_rounded(DType::kBF16, x + n / 2, x, n));
+  expect_rejected([&] { simd_store_rounded(DType::kF32, x, x, n); }, "input and output overlap");
+  // Adjacent, not overlapping: accepted, and the conversion is exact for these small integers.
+  reset();
+  EXPECT_NO_THROW(simd_store_rounded(DType::kF32, x, x + n, n));
+  EXPECT_EQ(buf[n + 5], 5.0f);
+  // In place on either operand: accepted and elementwise (x[i] + 0.5 is exact here).
+  for (int in_place_on : {0, 1}) {
+    reset();
+    std::vector<float> other(n, 0.5f);
+    float* h = in_place_on == 0 ? x : other.data();
+    add_rounded(DType::kF32, x, other.data(), h, n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(h[i], static_cast<float>(i) + 0.5f) << "i = " << i;
+  }
+}
+
 }  // namespace
 }  // namespace normbench::testing

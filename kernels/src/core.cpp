@@ -132,16 +132,15 @@ void check_aligned(const void* p, std::size_t align, const char* what) {
   if ((reinterpret_cast<std::uintptr_t>(p) & (align - 1)) != 0)
     throw Error(fmt::format("{} is not aligned to its element size ({} bytes)", what, align));
 }
-}  // namespace detail
-
-namespace {
-using detail::check_aligned;
-
 bool ranges_overlap(const void* a, const void* b, std::size_t bytes) {
   const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
   return pa < pb + bytes && pb < pa + bytes;
 }
+}  // namespace detail
 
+namespace {
+using detail::check_aligned;
+using detail::ranges_overlap;
 }  // namespace
 
 std::span<const Implementation> registry() { return mutable_registry(); }

@@ -12,6 +12,8 @@ namespace normbench::detail {
 
 // Throws Error naming `what` unless p is a multiple of align (a power of two: an element size).
 void check_aligned(const void* p, std::size_t align, const char* what);
+// Whether [a, a + bytes) and [b, b + bytes) share a byte.
+bool ranges_overlap(const void* a, const void* b, std::size_t bytes);
 
 void naive_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 void welford_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
