@@ -90,7 +90,6 @@ struct AlignedAllocator {
   void deallocate(T* p, std::size_t) { ::operator delete(p, kAlign); }
   friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
 };
-using Bytes = std::vector<unsigned char, AlignedAllocator<unsigned char>>;
 
 // The data arrays (x, y, residual, h) sit at fixed offsets within a 4 KiB page, so that every run
 // places them alike. A load whose address matches a pending store's in the low 12 bits waits
@@ -98,6 +97,13 @@ using Bytes = std::vector<unsigned char, AlignedAllocator<unsigned char>>;
 // heap's history. Half a page is the farthest apart they can be. Measured (4 rounds, highway and
 // onednn, 3x768, 128x1024, 8x4096): y at 0, 64, 128, 512, 2048, 3968 or 4032 bytes past x's page
 // offset moved no median by more than 4%, as the highway kernels load a column's x before storing y.
+// gamma and beta are loaded in the same loop as x, ahead of the stores to y, and matter more: with
+// x at 0 and y at 2048, single-row highway timings on an Ice Lake VM (medians of 15 x 20000 calls)
+// moved with gamma's page offset by up to 1.45x (RMSNorm 1x2048: 190 ns at 0 or 2048, 269-281 ns
+// at 1024) and LayerNorm's by 1.2x with gamma and beta at 1536 (1x2048: 278 ns at 0, 337 ns),
+// the loads a few hundred bytes past a pending store's page offset. Left to the heap, the offset
+// changed with the shapes run before (1x4096 timed 1.1-1.25x 1x4097 in full sweeps, 0.94x alone).
+// So gamma and beta sit at x's page offset, 0: no nearer to y's stores than x.
 constexpr std::size_t kPage = 4096;
 
 // --huge-pages: x and y (and r, h) of 2 MiB or more start on a 2 MiB boundary and are marked
@@ -160,9 +166,10 @@ class PlacedBytes {
   std::size_t offset_ = 0, size_ = 0;
 };
 
-// Page offsets: x at 0, y half a page on, the residual-add arrays (r, h) a quarter page past each.
+// Page offsets: x at 0, y half a page on, the residual-add arrays (r, h) a quarter page past each,
+// gamma and beta (and BatchNorm's running statistics) at x's.
 constexpr std::size_t kXPageOffset = 0, kYPageOffset = kPage / 2, kResidualPageOffset = kPage / 4,
-                      kHPageOffset = kYPageOffset + kPage / 4;
+                      kHPageOffset = kYPageOffset + kPage / 4, kParamPageOffset = kXPageOffset;
 
 // Input data and outputs for one (dtype, shape); with --cold-cache, `copies` consecutive copies
 // of x and y whose total exceeds twice the last-level cache, visited in turn.
@@ -171,9 +178,9 @@ struct Workspace {
   Shape shape;
   std::int64_t copies;
   PlacedBytes x, y;  // copies * rows * cols elements each
-  Bytes gamma, beta;
+  PlacedBytes gamma, beta;
   PlacedBytes residual, h;  // residual-add cases only, allocated on first use
-  Bytes running_mean, running_var;  // BatchNorm: cols entries (>= channels), 0 and 1
+  PlacedBytes running_mean, running_var;  // BatchNorm: cols entries (>= channels), 0 and 1
   std::vector<float, AlignedAllocator<float>> ceiling_extra;
   std::size_t copy_bytes() const { return static_cast<std::size_t>(shape.rows * shape.cols) * dtype_size(dtype); }
   const void* x_copy(std::int64_t k) const { return x.data() + k * copy_bytes(); }
@@ -229,10 +236,8 @@ Workspace& workspace_for(DType t, Shape s, bool cold) {
   ws->y.assign(n * esize, kYPageOffset);  // zeroed: touches every page before timing
   warn_if_few_huge_pages(2 * n * esize);
   const std::size_t psize = dtype_size(param_dtype(t));
-  ws->gamma.resize(s.cols * psize);
-  ws->beta.resize(s.cols * psize);
-  ws->running_mean.resize(s.cols * psize);
-  ws->running_var.resize(s.cols * psize);
+  for (PlacedBytes* param : {&ws->gamma, &ws->beta, &ws->running_mean, &ws->running_var})
+    param->assign(s.cols * psize, kParamPageOffset);
   for (std::int64_t i = 0; i < s.cols; ++i) {
     store_rounded(param_dtype(t), ws->gamma.data(), i, 1.0 + 0.001 * (i % 7));
     store_rounded(param_dtype(t), ws->beta.data(), i, 0.01 * (i % 5));
