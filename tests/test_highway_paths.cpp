@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -287,6 +289,79 @@ void ExpectEveryRowEqualsTheRowComputedAlone(const Implementation& impl, const P
 // buffer for the pair of rows computed together. Row 2 of each shape starts with 64 values 8
 // above the rest, so that its shift (their mean) lies far from the row's mean and LayerNorm's
 // statistics take their second read (with more than 64 columns), in the middle of a call.
+// Buffers at chosen offsets within their pages (4K aliasing): x, y, gamma and beta each start
+// `page_offset` bytes into their own run of pages.
+class PagePlacedRows {
+ public:
+  PagePlacedRows(std::size_t bytes, std::size_t x_offset, std::size_t y_offset, std::size_t gamma_offset,
+                 std::size_t beta_offset)
+      : region_((bytes + kPage - 1) / kPage * kPage + kPage),
+        arena_(static_cast<unsigned char*>(::operator new(4 * region_, std::align_val_t{kPage}))) {
+    std::memset(arena_.get(), 0, 4 * region_);
+    const std::size_t offsets[] = {x_offset, y_offset, gamma_offset, beta_offset};
+    for (std::size_t k = 0; k < 4; ++k) at_[k] = arena_.get() + k * region_ + offsets[k];
+  }
+  void* x() { return at_[0]; }
+  void* y() { return at_[1]; }
+  void* gamma() { return at_[2]; }
+  void* beta() { return at_[3]; }
+
+ private:
+  static constexpr std::size_t kPage = 4096;
+  struct Free {
+    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{kPage}); }
+  };
+  std::size_t region_;
+  std::unique_ptr<unsigned char[], Free> arena_;
+  unsigned char* at_[4];
+};
+
+// A cached row in L1 whose x, gamma or beta lies a few hundred bytes past y's page offset is
+// applied from its end (Apply's backward walk, against 4K aliasing). Every column's bits must be
+// those of the row applied forwards (gamma and beta at y's offset, x half a page away), in place
+// too, with ragged tails, rows shorter than a vector, and a call's last row after others.
+TEST(HighwayPaths, RowsAppliedBackwardsEqualRowsAppliedForwardsBitwise) {
+  constexpr std::pair<std::int64_t, std::int64_t> kRows[] = {{1, 1},    {1, 5},    {1, 17},  {1, 768},
+                                                             {1, 1000}, {1, 1025}, {1, 4096}, {3, 768}};
+  constexpr std::size_t kY = 2048;
+  for (std::int64_t target : simd_targets()) {
+    ForcedTarget forced(target);
+    for (const char* name : {"highway", "threaded"}) {
+      const Implementation& impl = find_implementation(name);
+      for (Norm n : {Norm::kLayerNorm, Norm::kRMSNorm})
+        for (bool params : {true, false})
+          for (auto [rows, cols] : kRows) {
+            SCOPED_TRACE(fmt::format("{} {} {} {}x{}{}", hwy::TargetName(target), name, norm_name(n), rows, cols,
+                                     params ? "" : " no gamma or beta"));
+            const Problem p{n, DType::kF32, rows, cols, default_eps(n)};
+            Inputs in(p, params, params && centres(n));
+            fill_inputs(in, static_cast<std::uint64_t>(rows * cols + 11));
+            const std::size_t bytes = static_cast<std::size_t>(rows * cols) * sizeof(float);
+            const std::size_t param_bytes = static_cast<std::size_t>(cols) * sizeof(float);
+            // Forwards: x at 0 (2048 bytes from y either way), gamma and beta at y's offset.
+            // Backwards: x, gamma and beta 512 bytes before y's offset (3584 bytes walking back).
+            // In place: y is x, gamma and beta 256 bytes before it.
+            PagePlacedRows forwards(bytes, 0, kY, kY, kY), backwards(bytes, kY - 512, kY, kY - 512, kY - 512),
+                in_place(bytes, kY, kY, kY - 256, kY - 256);
+            for (PagePlacedRows* at : {&forwards, &backwards, &in_place}) {
+              std::memcpy(at->x(), in.x.data(), bytes);
+              std::memcpy(at->gamma(), in.gamma.data(), param_bytes);
+              std::memcpy(at->beta(), in.beta.data(), param_bytes);
+            }
+            const auto buffers = [&](PagePlacedRows& at, void* y) {
+              return Buffers{at.x(), y, in.has_gamma ? at.gamma() : nullptr, in.has_beta ? at.beta() : nullptr};
+            };
+            const RunConfig cached{2, StorePolicy::kCached};
+            forward(impl, p, buffers(forwards, forwards.y()), cached);
+            forward(impl, p, buffers(backwards, backwards.y()), cached);
+            forward(impl, p, buffers(in_place, in_place.x()), cached);
+            ASSERT_EQ(0, std::memcmp(backwards.y(), forwards.y(), bytes));
+            ASSERT_EQ(0, std::memcmp(in_place.x(), forwards.y(), bytes));
+          }
+    }
+  }
+}
+
 TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);

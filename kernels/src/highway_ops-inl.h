@@ -683,6 +683,9 @@ constexpr auto BetaGiven(ParamsKnown<kKnown>) {
 // per-channel parameters over a channel's spatial positions).
 // TX: T, or the compute type where x is the rows' widened copy (see kKeepsWidened); y is T.
 // kHwBf16: bf16 results rounded by AVX512-BF16 (see NarrowPairToBf16 and WithBf16Rounding).
+// The span of addresses whose low bits a load is compared with pending stores' (4K aliasing).
+constexpr std::size_t kAliasPage = 4096;
+
 template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = false, bool kHwBf16 = false, class D,
           class TX, class T, class P>
 HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
@@ -848,7 +851,43 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
   // miscompiled them: reports/baselines/PERFORMANCE-LOG.md, "The sanitizer build's wrong rows";
   // not measured since). Widened rows (TX is the compute type) take the two loops.
   constexpr bool kSingleLoop = std::is_same_v<hn::TFromD<D>, double> && std::is_same_v<TX, T>;
+  // Walking backwards: a load of gamma, beta or x at column j matches the low 12 bits of the store
+  // to y at column j - D/sizeof(T), D = (y - ptr) mod 4096, and while that store is pending the load
+  // waits for it (4K aliasing): with D of a few hundred bytes to 1.5 KiB, nearly always. Walking the
+  // row from its end, the store it matches lies 4096 - D bytes behind instead. Each column's values
+  // are the same either way. Only one cached row in L1 that no next row's prefetch rides on, with
+  // gamma as wide as y, so that D holds along the row. Ice Lake VM, driver on the library, f32, x at
+  // page offset 0, y at 2048: RMSNorm 1x2048 with gamma at 1024 269-281 ns forward, at 0 or 2048
+  // 190-196 (reports/baselines/PERFORMANCE-LOG.md, "gamma and beta at a fixed page offset").
+  constexpr bool kMayWalkBackward = R == 1 && !kStream && !kPairs && !kF64Pairs && !kSingleLoop && !kBroadcast &&
+                                    std::is_same_v<TX, T> && sizeof(P) == sizeof(T);
+  [[maybe_unused]] bool backward = false;
+  if constexpr (kMayWalkBackward) {
+    constexpr std::size_t kMaxBackwardRowBytes = 16384;
+    if (!next_x && !paired.on && n * sizeof(T) <= kMaxBackwardRowBytes) {
+      std::size_t forward_gap = kAliasPage, backward_gap = kAliasPage;
+      for (const void* src : {static_cast<const void*>(x[0]), static_cast<const void*>(gamma),
+                              static_cast<const void*>(beta)}) {
+        if (!src) continue;
+        const std::size_t gap = (reinterpret_cast<std::uintptr_t>(y[0]) - reinterpret_cast<std::uintptr_t>(src)) %
+                                kAliasPage;
+        if (gap == 0) continue;  // a column's loads come before its store, either way
+        forward_gap = std::min(forward_gap, gap);
+        backward_gap = std::min(backward_gap, kAliasPage - gap);
+      }
+      backward = forward_gap < backward_gap;
+    }
+  }
   const auto main_loop_known = [&](auto known) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kMayWalkBackward) {
+      if (backward) {  // the tail first, then whole vectors from the end (i is 0: nothing peeled)
+        const std::size_t whole = n / N * N;
+        if (whole < n) columns(whole, n - whole, false, ParamsKnown<kParamsTested>{});
+        for (std::size_t j = whole; j > 0; j -= N) columns(j - N, N, false, known);
+        i = n;
+        return;
+      }
+    }
     if constexpr (kSingleLoop) {
       const T* prefetch[R];
       for (std::size_t r = 0; r < R; ++r) prefetch[r] = next_x ? next_x + r * n : x[r];
