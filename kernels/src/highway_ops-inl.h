@@ -661,6 +661,9 @@ constexpr auto BetaGiven(ParamsKnown<kKnown>) {
   else return std::bool_constant<kKnown == kGammaBeta>{};
 }
 
+// The span of addresses whose low bits a load is compared with pending stores' (4K aliasing).
+constexpr std::size_t kAliasPage = 4096;
+
 // y_r = (x_r - mean_r) * rstd_r [* gamma] [+ beta]; reads each x vector before writing y (in
 // place ok); gamma/beta are loaded once for the R rows.
 // Loads before stores: each column of the R rows loads every row's x before it stores any row's y.
@@ -683,9 +686,6 @@ constexpr auto BetaGiven(ParamsKnown<kKnown>) {
 // per-channel parameters over a channel's spatial positions).
 // TX: T, or the compute type where x is the rows' widened copy (see kKeepsWidened); y is T.
 // kHwBf16: bf16 results rounded by AVX512-BF16 (see NarrowPairToBf16 and WithBf16Rounding).
-// The span of addresses whose low bits a load is compared with pending stores' (4K aliasing).
-constexpr std::size_t kAliasPage = 4096;
-
 template <bool kStream, std::size_t R, bool kVariant = false, bool kBroadcast = false, bool kHwBf16 = false, class D,
           class TX, class T, class P>
 HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const hn::TFromD<D>* mean,
@@ -855,10 +855,11 @@ HWY_INLINE void Apply(D d, const TX* const* x, T* const* y, std::size_t n, const
   // to y at column j - D/sizeof(T), D = (y - ptr) mod 4096, and while that store is pending the load
   // waits for it (4K aliasing): with D of a few hundred bytes to 1.5 KiB, nearly always. Walking the
   // row from its end, the store it matches lies 4096 - D bytes behind instead. Each column's values
-  // are the same either way. Only one cached row in L1 that no next row's prefetch rides on, with
-  // gamma as wide as y, so that D holds along the row. Ice Lake VM, driver on the library, f32, x at
-  // page offset 0, y at 2048: RMSNorm 1x2048 with gamma at 1024 269-281 ns forward, at 0 or 2048
-  // 190-196 (reports/baselines/PERFORMANCE-LOG.md, "gamma and beta at a fixed page offset").
+  // are the same either way. Only a lone cached row of at most 16 KiB (in L1, or nearly) that no
+  // next row's prefetch rides on, with gamma as wide as y, so that D holds along the row. Ice Lake
+  // VM, a driver on the library, f32, x at page offset 0, y at 2048: RMSNorm 1x2048 with gamma at
+  // 1024 took 269-281 ns forward, 192 backward, 190-196 with gamma at 0 or 2048
+  // (reports/baselines/PERFORMANCE-LOG.md, "gamma and beta at a fixed page offset").
   constexpr bool kMayWalkBackward = R == 1 && !kStream && !kPairs && !kF64Pairs && !kSingleLoop && !kBroadcast &&
                                     std::is_same_v<TX, T> && sizeof(P) == sizeof(T);
   [[maybe_unused]] bool backward = false;
