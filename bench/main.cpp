@@ -100,8 +100,10 @@ struct AlignedAllocator {
 // gamma and beta are loaded in the same loop as x, ahead of the stores to y, and matter more: with
 // x at 0 and y at 2048, single-row highway timings on an Ice Lake VM (medians of 15 x 20000 calls)
 // moved with gamma's page offset by up to 1.45x (RMSNorm 1x2048: 190 ns at 0 or 2048, 269-281 ns
-// at 1024) and LayerNorm's by 1.2x with gamma and beta at 1536 (1x2048: 278 ns at 0, 337 ns),
-// the loads a few hundred bytes past a pending store's page offset. Left to the heap, the offset
+// at 1024) and LayerNorm's by 1.2x with gamma and beta at 1536 (1x2048: 278 ns at 0, 337 ns):
+// there each load of gamma matches the low 12 bits of a store to y a few iterations earlier and
+// waits while it is pending (the kernel now walks such rows backwards, Apply in
+// kernels/src/highway_ops-inl.h; these times are from before that). Left to the heap, the offset
 // changed with the shapes run before (1x4096 timed 1.1-1.25x 1x4097 in full sweeps, 0.94x alone).
 // So gamma and beta sit at x's page offset, 0: no nearer to y's stores than x.
 constexpr std::size_t kPage = 4096;

@@ -316,7 +316,7 @@ class PagePlacedRows {
   unsigned char* at_[4];
 };
 
-// A cached row in L1 whose x, gamma or beta lies a few hundred bytes past y's page offset is
+// A lone cached f32 row of at most 16 KiB whose x, gamma or beta lies a few hundred bytes behind y's page offset is
 // applied from its end (Apply's backward walk, against 4K aliasing). Every column's bits must be
 // those of the row applied forwards (gamma and beta at y's offset, x half a page away), in place
 // too, with ragged tails, rows shorter than a vector, and a call's last row after others.
