@@ -298,6 +298,11 @@ TEST(EntryPoints, AddAndConversionsRejectOverlappingBuffers) {
     expect_rejected([&] { simd_store_rounded(DType::kBF16, x, x + shift, n); }, "input and output overlap");
     expect_rejected([&] { simd_load_widened(DType::kBF16, x + shift, x, n); }, "input and output overlap");
   }
+  // residual partly over x while h is one of them: h's stores would overwrite residual values
+  // before they are read. As forward() does, add_rounded rejects residual partially overlapping x.
+  expect_rejected([&] { add_rounded(DType::kF32, x + 1, x, x + 1, n); }, "residual partially overlaps x");
+  expect_rejected([&] { add_rounded(DType::kF32, x + 1, x, x, n); }, "residual partially overlaps x");
+  expect_rejected([&] { add_rounded(DType::kF32, x, x + 1, x + 2 * n, n); }, "residual partially overlaps x");
   // Each range counts its own element size: f32 -> bf16 writes 2n bytes, so an input n/4 floats
   // past the output overlaps the output's second half, and one n/2 floats past only touches it.
   expect_rejected([&] { simd_store_rounded(DType::kBF16, x + n / 4, x, n); }, "input and output overlap");

@@ -132,14 +132,19 @@ void check_aligned(const void* p, std::size_t align, const char* what) {
   if ((reinterpret_cast<std::uintptr_t>(p) & (align - 1)) != 0)
     throw Error(fmt::format("{} is not aligned to its element size ({} bytes)", what, align));
 }
-bool ranges_overlap(const void* a, const void* b, std::size_t bytes) {
+bool ranges_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
   const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + bytes && pb < pa + bytes;
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+bool ranges_overlap(const void* a, const void* b, std::size_t bytes) { return ranges_overlap(a, bytes, b, bytes); }
+bool partially_overlaps(const void* a, const void* b, std::size_t bytes) {
+  return a != b && ranges_overlap(a, b, bytes);
 }
 }  // namespace detail
 
 namespace {
 using detail::check_aligned;
+using detail::partially_overlaps;
 using detail::ranges_overlap;
 }  // namespace
 
@@ -253,8 +258,7 @@ bool check_problem_and_inputs(const Problem& p, const Buffers& b, const RunConfi
     if (b.residual == nullptr) throw Error("residual_add: residual is null");
     check_aligned(b.residual, dtype_size(p.dtype), "residual");
     const std::size_t bytes = static_cast<std::size_t>(elements) * dtype_size(p.dtype);
-    if (b.residual != b.x && ranges_overlap(b.x, b.residual, bytes))
-      throw Error("residual partially overlaps x");
+    if (partially_overlaps(b.residual, b.x, bytes)) throw Error("residual partially overlaps x");
   }
   return true;
 }
@@ -275,12 +279,13 @@ void validate(const Implementation& impl, const Problem& p, const Buffers& b,
   if (b.y == nullptr) throw Error("y is null");
   check_aligned(b.y, dtype_size(p.dtype), "y");
   const std::size_t bytes = static_cast<std::size_t>(p.rows * p.cols) * dtype_size(p.dtype);
-  if (b.y != b.x && ranges_overlap(b.x, b.y, bytes))
+  if (partially_overlaps(b.y, b.x, bytes))
     throw Error("y partially overlaps x (only y == x, in place, is supported)");
   if (p.residual_add) {
     if (b.h == nullptr) throw Error("residual_add: h (the output x + residual) is null");
     check_aligned(b.h, dtype_size(p.dtype), "h");
-    if (b.h != b.x && b.h != b.residual && (ranges_overlap(b.h, b.x, bytes) || ranges_overlap(b.h, b.residual, bytes)))
+    // residual does not partially overlap x (checked above), so h == x or h == residual passes both.
+    if (partially_overlaps(b.h, b.x, bytes) || partially_overlaps(b.h, b.residual, bytes))
       throw Error("h partially overlaps x or residual (h may be x or residual itself)");
     if (ranges_overlap(b.y, b.h, bytes) || (b.y != b.x && ranges_overlap(b.y, b.residual, bytes)))
       throw Error("y overlaps h or residual (y may only be x itself)");

@@ -12,8 +12,11 @@ namespace normbench::detail {
 
 // Throws Error naming `what` unless p is a multiple of align (a power of two: an element size).
 void check_aligned(const void* p, std::size_t align, const char* what);
-// Whether [a, a + bytes) and [b, b + bytes) share a byte.
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte; the second form with equal lengths.
+bool ranges_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes);
 bool ranges_overlap(const void* a, const void* b, std::size_t bytes);
+// Whether they share a byte without being the same range (a == b: in place, elementwise).
+bool partially_overlaps(const void* a, const void* b, std::size_t bytes);
 
 void naive_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);
 void welford_forward(const Problem& p, const Buffers& b, const RunConfig& cfg);

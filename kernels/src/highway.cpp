@@ -237,9 +237,7 @@ void check_conversion(DType t, const void* in, std::size_t in_size, const void* 
   detail::check_aligned(out, out_size, "SIMD conversion output");
   // The vector loop reads and writes a vector at a time, at different widths when the sizes
   // differ, so any overlap (in place included) would read values it has already overwritten.
-  const auto pin = reinterpret_cast<std::uintptr_t>(in), pout = reinterpret_cast<std::uintptr_t>(out);
-  if (pin < pout + n * out_size && pout < pin + n * in_size)
-    throw Error("SIMD conversion: input and output overlap");
+  if (detail::ranges_overlap(in, n * in_size, out, n * out_size)) throw Error("SIMD conversion: input and output overlap");
 }
 }  // namespace
 
@@ -263,10 +261,11 @@ void add_rounded(DType t, const void* x, const void* residual, void* h, std::siz
   detail::check_aligned(x, size, "add_rounded: x");
   detail::check_aligned(residual, size, "add_rounded: residual");
   detail::check_aligned(h, size, "add_rounded: h");
-  // Elementwise, so h may be x or residual itself; shifted, a vector's store would overwrite
-  // inputs the next vector has yet to read.
+  // forward()'s rules for its fused add (core.cpp): elementwise, so residual may be x and h may be
+  // either; shifted, a vector's store to h would overwrite inputs a later vector has yet to read.
   const std::size_t bytes = n * size;
-  if (h != x && h != residual && (detail::ranges_overlap(h, x, bytes) || detail::ranges_overlap(h, residual, bytes)))
+  if (detail::partially_overlaps(residual, x, bytes)) throw Error("add_rounded: residual partially overlaps x");
+  if (detail::partially_overlaps(h, x, bytes) || detail::partially_overlaps(h, residual, bytes))
     throw Error("add_rounded: h partially overlaps x or residual (h may be x or residual itself)");
   Problem p{Norm::kLayerNorm, t, 1, static_cast<std::int64_t>(n), 0.0};
   Buffers b;
