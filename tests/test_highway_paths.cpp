@@ -285,12 +285,8 @@ void ExpectEveryRowEqualsTheRowComputedAlone(const Implementation& impl, const P
   ASSERT_EQ(0, std::memcmp(rstd_all.data(), rstd_alone.data(), rows * sizeof(float)));
 }
 
-// highway-f64 too: its 16-bit rows are read back from a per-thread copy widened to f64, one
-// buffer for the pair of rows computed together. Row 2 of each shape starts with 64 values 8
-// above the rest, so that its shift (their mean) lies far from the row's mean and LayerNorm's
-// statistics take their second read (with more than 64 columns), in the middle of a call.
 // Buffers at chosen offsets within their pages (4K aliasing): x, y, gamma and beta each start
-// `page_offset` bytes into their own run of pages.
+// their constructor argument's offset bytes into their own run of pages.
 class PagePlacedRows {
  public:
   PagePlacedRows(std::size_t bytes, std::size_t x_offset, std::size_t y_offset, std::size_t gamma_offset,
@@ -316,10 +312,11 @@ class PagePlacedRows {
   unsigned char* at_[4];
 };
 
-// A lone cached f32 row of at most 16 KiB whose x, gamma or beta lies a few hundred bytes behind y's page offset is
-// applied from its end (Apply's backward walk, against 4K aliasing). Every column's bits must be
-// those of the row applied forwards (gamma and beta at y's offset, x half a page away), in place
-// too, with ragged tails, rows shorter than a vector, and a call's last row after others.
+// A lone cached f32 row of at most 16 KiB whose x, gamma or beta lies a few hundred bytes behind
+// y's page offset is applied from its end (Apply's backward walk, against 4K aliasing). Every
+// column's bits must be those of the row applied forwards (gamma and beta at y's offset, x half
+// a page away), in place too, with ragged tails, rows shorter than a vector, and a call's last
+// row after others.
 TEST(HighwayPaths, RowsAppliedBackwardsEqualRowsAppliedForwardsBitwise) {
   constexpr std::pair<std::int64_t, std::int64_t> kRows[] = {{1, 1},    {1, 5},    {1, 17},  {1, 768},
                                                              {1, 1000}, {1, 1025}, {1, 4096}, {3, 768}};
@@ -362,6 +359,10 @@ TEST(HighwayPaths, RowsAppliedBackwardsEqualRowsAppliedForwardsBitwise) {
   }
 }
 
+// highway-f64 too: its 16-bit rows are read back from a per-thread copy widened to f64, one
+// buffer for the pair of rows computed together. Row 2 of each shape starts with 64 values 8
+// above the rest, so that its shift (their mean) lies far from the row's mean and LayerNorm's
+// statistics take their second read (with more than 64 columns), in the middle of a call.
 TEST(HighwayPaths, EveryRowEqualsTheRowComputedAlone) {
   for (std::int64_t target : simd_targets()) {
     ForcedTarget forced(target);
