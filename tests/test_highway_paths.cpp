@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "placed_bytes.hpp"
 #include "test_support.hpp"
 
 namespace normbench::testing {
@@ -285,31 +286,18 @@ void ExpectEveryRowEqualsTheRowComputedAlone(const Implementation& impl, const P
   ASSERT_EQ(0, std::memcmp(rstd_all.data(), rstd_alone.data(), rows * sizeof(float)));
 }
 
-// Buffers at chosen offsets within their pages (4K aliasing): x, y, gamma and beta each start
-// their constructor argument's offset bytes into their own run of pages.
-class PagePlacedRows {
- public:
+// Buffers at chosen offsets within their pages (4K aliasing): x, y, gamma and beta, `bytes` each,
+// start their constructor argument's offset bytes into their own pages (placed_bytes.hpp, as
+// normbench places its arrays).
+struct PagePlacedRows {
   PagePlacedRows(std::size_t bytes, std::size_t x_offset, std::size_t y_offset, std::size_t gamma_offset,
-                 std::size_t beta_offset)
-      : region_((bytes + kPage - 1) / kPage * kPage + kPage),
-        arena_(static_cast<unsigned char*>(::operator new(4 * region_, std::align_val_t{kPage}))) {
-    std::memset(arena_.get(), 0, 4 * region_);
-    const std::size_t offsets[] = {x_offset, y_offset, gamma_offset, beta_offset};
-    for (std::size_t k = 0; k < 4; ++k) at_[k] = arena_.get() + k * region_ + offsets[k];
+                 std::size_t beta_offset) {
+    x.assign(bytes, x_offset, false);
+    y.assign(bytes, y_offset, false);
+    gamma.assign(bytes, gamma_offset, false);
+    beta.assign(bytes, beta_offset, false);
   }
-  void* x() { return at_[0]; }
-  void* y() { return at_[1]; }
-  void* gamma() { return at_[2]; }
-  void* beta() { return at_[3]; }
-
- private:
-  static constexpr std::size_t kPage = 4096;
-  struct Free {
-    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{kPage}); }
-  };
-  std::size_t region_;
-  std::unique_ptr<unsigned char[], Free> arena_;
-  unsigned char* at_[4];
+  bench::PlacedBytes x, y, gamma, beta;
 };
 
 // A lone cached f32 row of at most 16 KiB whose x, gamma or beta lies a few hundred bytes behind
@@ -341,19 +329,19 @@ TEST(HighwayPaths, RowsAppliedBackwardsEqualRowsAppliedForwardsBitwise) {
             PagePlacedRows forwards(bytes, 0, kY, kY, kY), backwards(bytes, kY - 512, kY, kY - 512, kY - 512),
                 in_place(bytes, kY, kY, kY - 256, kY - 256);
             for (PagePlacedRows* at : {&forwards, &backwards, &in_place}) {
-              std::memcpy(at->x(), in.x.data(), bytes);
-              std::memcpy(at->gamma(), in.gamma.data(), param_bytes);
-              std::memcpy(at->beta(), in.beta.data(), param_bytes);
+              std::memcpy(at->x.data(), in.x.data(), bytes);
+              std::memcpy(at->gamma.data(), in.gamma.data(), param_bytes);
+              std::memcpy(at->beta.data(), in.beta.data(), param_bytes);
             }
             const auto buffers = [&](PagePlacedRows& at, void* y) {
-              return Buffers{at.x(), y, in.has_gamma ? at.gamma() : nullptr, in.has_beta ? at.beta() : nullptr};
+              return Buffers{at.x.data(), y, in.has_gamma ? at.gamma.data() : nullptr, in.has_beta ? at.beta.data() : nullptr};
             };
             const RunConfig cached{2, StorePolicy::kCached};
-            forward(impl, p, buffers(forwards, forwards.y()), cached);
-            forward(impl, p, buffers(backwards, backwards.y()), cached);
-            forward(impl, p, buffers(in_place, in_place.x()), cached);
-            ASSERT_EQ(0, std::memcmp(backwards.y(), forwards.y(), bytes));
-            ASSERT_EQ(0, std::memcmp(in_place.x(), forwards.y(), bytes));
+            forward(impl, p, buffers(forwards, forwards.y.data()), cached);
+            forward(impl, p, buffers(backwards, backwards.y.data()), cached);
+            forward(impl, p, buffers(in_place, in_place.x.data()), cached);
+            ASSERT_EQ(0, std::memcmp(backwards.y.data(), forwards.y.data(), bytes));
+            ASSERT_EQ(0, std::memcmp(in_place.x.data(), forwards.y.data(), bytes));
           }
     }
   }
