@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -180,6 +181,18 @@ inline bool is_simd(const Implementation& impl) { return impl.highway_dispatch; 
 // The norms whose units are rows or blocks of a row: all but BatchNorm, whose statistics couple the
 // rows (test_batchnorm.cpp holds its versions of the row-by-row properties).
 inline std::vector<Norm> row_norms() { return {Norm::kLayerNorm, Norm::kRMSNorm, Norm::kGroupNorm}; }
+
+// Expects call() to throw a normbench::Error whose message contains `needle` (callers check, each
+// in its own way, that nothing was written before the error).
+template <class Call>
+void expect_error_mentioning(const Call& call, std::string_view needle) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted; expected an error mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string_view(e.what()).find(needle), std::string_view::npos) << e.what();
+  }
+}
 
 inline std::string sanitize(std::string s) {
   for (char& c : s)
