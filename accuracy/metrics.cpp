@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace normbench::accuracy {
 
 CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers& in, const void* y,
@@ -99,6 +101,25 @@ CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers&
   m.frac_correctly_rounded = counted ? static_cast<double>(correct) / counted : std::numeric_limits<double>::quiet_NaN();
   m.nmse = ref2 > 0 ? static_cast<double>(err2 / ref2) : (err2 > 0 ? std::numeric_limits<double>::infinity() : 0.0);
   return m;
+}
+
+std::string exceeded_bound_summary(const std::vector<std::string>& finite_error,
+                                   const std::vector<std::string>& nonfinite_output, std::size_t shown) {
+  const std::size_t total = finite_error.size() + nonfinite_output.size();
+  if (total == 0) return "";
+  std::string out = fmt::format(
+      "!!! {} case(s) EXCEED their algorithm's theoretical variance bound: {} with a finite variance error, {} with a "
+      "non-finite output where the reference is finite (an overflowed accumulator or a negative variance)\n",
+      total, finite_error.size(), nonfinite_output.size());
+  std::size_t listed = 0;
+  for (const auto* lines : {&finite_error, &nonfinite_output})
+    for (const std::string& line : *lines)
+      if (listed < shown) {
+        out += "!!!   " + line + "\n";
+        ++listed;
+      }
+  if (total > listed) out += fmt::format("!!!   ... and {} more (see the CSV)\n", total - listed);
+  return out;
 }
 
 }  // namespace normbench::accuracy

@@ -2,7 +2,10 @@
 // reports/README.md, "Accuracy report").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "normbench/normbench.hpp"
 #include "normbench/reference.hpp"
@@ -32,5 +35,13 @@ struct CaseMetrics {
 // x, gamma, beta as handed to the kernel (in b); y/mean/rstd are the kernel's outputs.
 CaseMetrics measure(const Implementation& impl, const Problem& p, const Buffers& in, const void* y,
                     const float* mean, const float* rstd, const ReferenceResult& ref);
+
+// The console's account of the cases outside their bound (lines that name each case). Those with
+// a finite variance error come first: a kernel less accurate than its algorithm promises. Then
+// those whose output is non-finite where the reference is finite: an overflowed accumulator (the
+// `range` distribution does this to every implementation) or a negative variance. At most `shown`
+// lines, so that thousands of overflows cannot hide a finite excess. "" when both are empty.
+std::string exceeded_bound_summary(const std::vector<std::string>& finite_error,
+                                   const std::vector<std::string>& nonfinite_output, std::size_t shown = 40);
 
 }  // namespace normbench::accuracy

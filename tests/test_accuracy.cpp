@@ -11,6 +11,7 @@
 
 #include "cli_support.hpp"
 #include "harness.hpp"
+#include "metrics.hpp"
 #include "normbench/csv_read.hpp"
 #include "npy.hpp"
 #include "peers.hpp"
@@ -131,6 +132,34 @@ TEST(AccuracyHarness, F64VariantIsCorrectlyRoundedNormwiseAndSurvivesF32Overflow
 // ---- .npy ----
 
 fs::path temp(const std::string& name) { return fs::temp_directory_path() / fmt::format("nb-{}-{}", getpid(), name); }
+
+// Overflows (every implementation on the `range` distribution) come by the thousand; a kernel
+// less accurate than its bound must still be seen: finite excesses are listed first, and the
+// header tells the two kinds apart.
+TEST(AccuracySummary, FiniteExcessesAreListedBeforeAnyOverflowAndCounted) {
+  std::vector<std::string> overflowed, finite = {"highway layernorm f32 normal 8x768: variance error 0.1",
+                                                  "welford layernorm f32 offset 1x4096: variance error 0.2"};
+  for (int i = 0; i < 50; ++i) overflowed.push_back(fmt::format("naive layernorm f32 range case {}: variance error inf", i));
+  const std::string text = accuracy::exceeded_bound_summary(finite, overflowed, 40);
+  EXPECT_NE(text.find("52 case(s) EXCEED"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 with a finite variance error, 50 with a non-finite output"), std::string::npos) << text;
+  const auto first_overflow = text.find("range case 0:");
+  ASSERT_NE(first_overflow, std::string::npos) << text;
+  for (const std::string& line : finite) {
+    const auto at = text.find(line);
+    ASSERT_NE(at, std::string::npos) << line;
+    EXPECT_LT(at, first_overflow) << line;
+  }
+  EXPECT_EQ(text.find("range case 38:"), std::string::npos) << "more than 40 lines listed";
+  EXPECT_NE(text.find("range case 37:"), std::string::npos) << text;
+  EXPECT_NE(text.find("... and 12 more"), std::string::npos) << text;
+  // Only overflows: all listed when they fit, no "more" line.
+  const std::string few = accuracy::exceeded_bound_summary({}, {"a: inf", "b: inf"}, 40);
+  EXPECT_NE(few.find("2 case(s) EXCEED their algorithm's theoretical variance bound: 0 with a finite"), std::string::npos)
+      << few;
+  EXPECT_EQ(few.find("more"), std::string::npos) << few;
+  EXPECT_EQ(accuracy::exceeded_bound_summary({}, {}), "");
+}
 
 TEST(Npy, RoundTripsEveryDtype) {
   for (DType t : kAllDTypes) {
