@@ -231,9 +231,10 @@ int run(int argc, char** argv) {
             row.insert(row.end(), machine_values.begin(), machine_values.end());
             table.add_row(std::move(row));
             if (!m.within_bound)
-              (std::isfinite(m.var_rel_err_max) ? exceeded_finite : exceeded_nonfinite).push_back(fmt::format("{} {}{} {} {} {}: variance error {:.3g} > bound {:.3g} (kappa up to {:.3g})",
-                                             impl->name, norm_name(n), vtag, dtype_name(t), dist_tag, shape_tag,
-                                             m.var_rel_err_max, 2 * m.bound, m.kappa_max));
+              (std::isfinite(m.var_rel_err_max) ? exceeded_finite : exceeded_nonfinite)
+                  .push_back(fmt::format("{} {}{} {} {} {}: variance error {:.3g} > bound {:.3g} (kappa up to {:.3g})",
+                                         impl->name, norm_name(n), vtag, dtype_name(t), dist_tag, shape_tag,
+                                         m.var_rel_err_max, 2 * m.bound, m.kappa_max));
             if (!standard && !std::isnan(m.normwise_ulp_max) && !std::isnan(m.drift_normwise_ulp_max) &&
                 (dc.dist == "normal" || !o.input.empty())) {
               Drift& d = drifts[{static_cast<int>(n), std::string(variant->name), static_cast<int>(t),

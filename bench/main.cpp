@@ -117,7 +117,6 @@ std::int64_t anon_huge_page_bytes() {
   return -1;
 }
 
-
 // Input data and outputs for one (dtype, shape); with --cold-cache, `copies` consecutive copies
 // of x and y whose total exceeds twice the last-level cache, visited in turn.
 struct Workspace {
