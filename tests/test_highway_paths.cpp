@@ -334,7 +334,8 @@ TEST(HighwayPaths, RowsAppliedBackwardsEqualRowsAppliedForwardsBitwise) {
               std::memcpy(at->beta.data(), in.beta.data(), param_bytes);
             }
             const auto buffers = [&](PagePlacedRows& at, void* y) {
-              return Buffers{at.x.data(), y, in.has_gamma ? at.gamma.data() : nullptr, in.has_beta ? at.beta.data() : nullptr};
+              return Buffers{at.x.data(), y, in.has_gamma ? at.gamma.data() : nullptr,
+                             in.has_beta ? at.beta.data() : nullptr};
             };
             const RunConfig cached{2, StorePolicy::kCached};
             forward(impl, p, buffers(forwards, forwards.y.data()), cached);
