@@ -91,7 +91,7 @@ struct AlignedAllocator {
   friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
 };
 
-// --huge-pages: x and y of 2 MiB or more on huge pages (PlacedBytes::assign in placed_bytes.hpp).
+// --huge-pages: every buffer of 2 MiB or more on huge pages (PlacedBytes::assign in placed_bytes.hpp).
 bool g_huge_pages = false;
 
 // The bracketed word of /sys/kernel/mm/transparent_hugepage/enabled ("[madvise]" -> madvise),

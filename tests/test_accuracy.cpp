@@ -139,7 +139,8 @@ fs::path temp(const std::string& name) { return fs::temp_directory_path() / fmt:
 TEST(AccuracySummary, FiniteExcessesAreListedBeforeAnyOverflowAndCounted) {
   std::vector<std::string> overflowed, finite = {"highway layernorm f32 normal 8x768: variance error 0.1",
                                                   "welford layernorm f32 offset 1x4096: variance error 0.2"};
-  for (int i = 0; i < 50; ++i) overflowed.push_back(fmt::format("naive layernorm f32 range case {}: variance error inf", i));
+  for (int i = 0; i < 50; ++i)
+    overflowed.push_back(fmt::format("naive layernorm f32 range case {}: variance error inf", i));
   const std::string text = accuracy::exceeded_bound_summary(finite, overflowed, 40);
   EXPECT_NE(text.find("52 case(s) EXCEED"), std::string::npos) << text;
   EXPECT_NE(text.find("2 with a finite variance error, 50 with a non-finite output"), std::string::npos) << text;
@@ -155,7 +156,8 @@ TEST(AccuracySummary, FiniteExcessesAreListedBeforeAnyOverflowAndCounted) {
   EXPECT_NE(text.find("... and 12 more"), std::string::npos) << text;
   // Only overflows: all listed when they fit, no "more" line.
   const std::string few = accuracy::exceeded_bound_summary({}, {"a: inf", "b: inf"}, 40);
-  EXPECT_NE(few.find("2 case(s) EXCEED their algorithm's theoretical variance bound: 0 with a finite"), std::string::npos)
+  EXPECT_NE(few.find("2 case(s) EXCEED their algorithm's theoretical variance bound: 0 with a finite"),
+            std::string::npos)
       << few;
   EXPECT_EQ(few.find("more"), std::string::npos) << few;
   EXPECT_EQ(accuracy::exceeded_bound_summary({}, {}), "");

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <memory>
-#include <new>
 #include <string>
 #include <string_view>
 
