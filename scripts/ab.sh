@@ -6,7 +6,7 @@
 # then compares the pooled repetitions with normbench-compare (Mann-Whitney U + threshold).
 # Environment: AB_ROUNDS (default 5) rounds; AB_ARGS (default "--shapes=quick --benchmark_min_time=0.02")
 # normbench arguments for every run; AB_COMPARE_ARGS extra normbench-compare arguments (e.g. --format
-# markdown); AB_CPUS a CPU list (taskset -c syntax) every run of both sides is pinned to (not the builds).
+# markdown --correction holm); AB_CPUS a CPU list (taskset -c syntax) every run of both sides is pinned to (not the builds).
 # Exit code: normbench-compare's (0 no regression, 1 regression, 2 error or nothing compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."

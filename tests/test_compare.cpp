@@ -147,6 +147,83 @@ TEST(Compare, TooFewRepetitionsSaysSoAndUsesTheThreshold) {
   fs::remove(b);
 }
 
+// Of 20 cases, case 0 is 25% slower in every repetition (p 1.1e-5) and case 1 is 10% slower
+// in 6 of its 10 and 0.3% faster in the rest (median +9%, p 0.029: the kind of case chance
+// flags about once in 35 unchanged ones). Uncorrected, both are regressions; Holm (0.55) and
+// Benjamini-Hochberg (0.29) over the 20 keep case 0 only.
+TEST(Compare, CorrectedPValuesKeepTheClearRegressionAndDropTheMarginalOne) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 20, 10, [](int, int) { return 1.0; });
+  // Unchanged cases 0.1% slower (well inside the noise): no value ties with the baseline's.
+  write_bench(b, 20, 10, [](int c, int r) { return c == 0 ? 1.25 : c != 1 ? 1.001 : r < 6 ? 1.10 : 0.997; });
+  const auto compare = [&](const std::string& args) {
+    return run_command(fmt::format("{} {} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string(), args));
+  };
+  const CommandResult none = compare("--correction none");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_NE(none.output.find("2 regression(s) in 20 compared cases (threshold 5%, alpha 0.05)\n"), std::string::npos)
+      << none.output;
+  EXPECT_EQ(compare("").output, none.output) << "none is the default";
+  for (const auto& [name, title] : {std::pair<std::string, std::string>{"holm", "Holm"}, {"bh", "Benjamini-Hochberg"}}) {
+    const CommandResult r = compare("--correction " + name);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(fmt::format("1 regression(s) in 20 compared cases (threshold 5%, alpha 0.05, p-values "
+                                        "corrected by {} over 20 cases)",
+                                        title)),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("p (" + name + ")"), std::string::npos) << r.output;
+    const std::size_t slower = r.output.find("SLOWER");
+    ASSERT_NE(slower, std::string::npos) << r.output;
+    EXPECT_EQ(r.output.rfind("layernorm/impl0/", slower), r.output.rfind("layernorm/", slower)) << r.output;
+    // The CSV keeps the test's own p-value and adds the corrected one.
+    const CommandResult csv = compare("--format csv --correction " + name);
+    EXPECT_EQ(csv.exit_code, 1) << csv.output;
+    std::stringstream rows(csv.output);
+    std::string header, row;
+    std::getline(rows, header);
+    while (std::getline(rows, row) && row.rfind("layernorm/impl1/", 0) != 0) {
+    }
+    EXPECT_EQ(header, "case,baseline,current,change,p_value,verdict,p_adjusted");
+    const std::size_t verdict = row.rfind(',', row.rfind(',') - 1);
+    const double p = std::stod(row.substr(row.rfind(',', verdict - 1) + 1)),
+                 adjusted = std::stod(row.substr(row.rfind(',') + 1));
+    EXPECT_LT(p, 0.05) << row;
+    EXPECT_GT(adjusted, 0.05) << row;
+    EXPECT_NE(row.find(",noise,"), std::string::npos) << row;
+  }
+  fs::remove(a);
+  fs::remove(b);
+}
+
+// 5 repetitions a side cannot give a p-value below 2 / C(10, 5) = 0.0079; Holm over 20 cases
+// needs 0.0025 for a lone case. Exit 2 with what would do, not a pass that can flag nothing.
+TEST(Compare, ACorrectionThatCouldFlagNothingExitsTwoSayingHowManyRepetitions) {
+  const fs::path a = temp("a.csv"), b = temp("b.csv");
+  write_bench(a, 20, 5, [](int, int) { return 1.0; });
+  write_bench(b, 20, 5, [](int c, int) { return c == 0 ? 1.25 : 1.001; });
+  const CommandResult none = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  for (const std::string name : {"holm", "bh"}) {
+    const CommandResult r = run_command(
+        fmt::format("{} {} {} --correction {}", NORMBENCH_COMPARE_BIN, a.string(), b.string(), name));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    // 2 / C(12, 6) = 0.0022 < 0.0025
+    EXPECT_NE(r.output.find(fmt::format("--correction {} over 20 cases needs a p-value below alpha / 20 = 0.0025",
+                                        name)),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("run at least 6 repetitions a side"), std::string::npos) << r.output;
+  }
+  // Narrowed to 5 cases, 0.0079 < 0.05 / 5 = 0.01: the correction can decide, and case 0 is flagged.
+  const CommandResult narrow = run_command(fmt::format("{} {} {} --correction holm --filter 'impl[0-4]/'",
+                                                       NORMBENCH_COMPARE_BIN, a.string(), b.string()));
+  EXPECT_EQ(narrow.exit_code, 1) << narrow.output;
+  EXPECT_NE(narrow.output.find("1 regression(s) in 5 compared cases"), std::string::npos) << narrow.output;
+  fs::remove(a);
+  fs::remove(b);
+}
+
 TEST(Compare, RowsInOnlyOneFileAreListed) {
   const fs::path a = temp("a.csv"), b = temp("b.csv");
   write_bench(a, 4, 10, [](int, int) { return 1.0; });
@@ -210,6 +287,12 @@ TEST(Compare, AccuracyReportWithDoubledUlpErrorIsARegression) {
   const CommandResult b = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
   EXPECT_EQ(b.exit_code, 1) << b.output;
   EXPECT_NE(b.output.find("left its bound"), std::string::npos);
+  // Accuracy rows have no p-values: a correction changes nothing, and says so.
+  const CommandResult corrected =
+      run_command(fmt::format("{} {} {} --correction holm", NORMBENCH_COMPARE_BIN, sample.string(), worse.string()));
+  EXPECT_EQ(corrected.exit_code, 1) << corrected.output;
+  EXPECT_NE(corrected.output.find("--correction applies to benchmark reports"), std::string::npos) << corrected.output;
+  EXPECT_NE(corrected.output.find("left its bound"), std::string::npos);
   fs::remove(worse);
 }
 
@@ -312,6 +395,29 @@ TEST(MannWhitney, ExactPValuesMatchTheTables) {
   EXPECT_NEAR(r.p, 78.0 / 252, 1e-12);
   // Ties use the normal approximation.
   EXPECT_FALSE(mann_whitney_u({1, 1, 2}, {1, 2, 2}).exact);
+}
+
+// R's p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") and "BH"; both keep the order given.
+TEST(AdjustPValues, MatchRsPAdjust) {
+  using compare::adjust_p_values;
+  using compare::Correction;
+  const std::vector<double> p = {0.01, 0.04, 0.03, 0.005};
+  EXPECT_EQ(adjust_p_values(p, Correction::kNone), p);
+  const std::vector<double> holm = adjust_p_values(p, Correction::kHolm);
+  const std::vector<double> bh = adjust_p_values(p, Correction::kBenjaminiHochberg);
+  const std::vector<double> want_holm = {0.03, 0.06, 0.06, 0.02}, want_bh = {0.02, 0.04, 0.04, 0.02};
+  ASSERT_EQ(holm.size(), 4u);
+  ASSERT_EQ(bh.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(holm[i], want_holm[i], 1e-15) << i;
+    EXPECT_NEAR(bh[i], want_bh[i], 1e-15) << i;
+  }
+  // Capped at 1, never below the p-value itself; ties keep equal adjusted values.
+  const std::vector<double> big = adjust_p_values({0.5, 0.5, 0.9}, Correction::kHolm);
+  EXPECT_EQ(big, (std::vector<double>{1.0, 1.0, 1.0}));
+  const std::vector<double> tied = adjust_p_values({0.02, 0.02}, Correction::kBenjaminiHochberg);
+  EXPECT_EQ(tied, (std::vector<double>{0.02, 0.02}));
+  EXPECT_TRUE(adjust_p_values({}, Correction::kHolm).empty());
 }
 
 // ---- plots ----

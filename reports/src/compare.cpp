@@ -73,6 +73,29 @@ MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<doubl
   return r;
 }
 
+std::vector<double> adjust_p_values(const std::vector<double>& p, Correction correction) {
+  const std::size_t m = p.size();
+  if (correction == Correction::kNone || m == 0) return p;
+  std::vector<std::size_t> order(m);  // ascending p
+  for (std::size_t i = 0; i < m; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
+  std::vector<double> adjusted(m);
+  if (correction == Correction::kHolm) {  // the i-th smallest (from 0) times m - i, never below the one before
+    double running = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      running = std::max(running, std::min(1.0, static_cast<double>(m - i) * p[order[i]]));
+      adjusted[order[i]] = running;
+    }
+  } else {  // Benjamini-Hochberg: the i-th smallest (from 1) times m / i, never above the one after
+    double running = 1;
+    for (std::size_t i = m; i-- > 0;) {
+      running = std::min(running, static_cast<double>(m) * p[order[i]] / static_cast<double>(i + 1));
+      adjusted[order[i]] = running;
+    }
+  }
+  return adjusted;
+}
+
 namespace {
 
 enum class Kind { kBench, kAccuracy };
@@ -201,8 +224,18 @@ Report load_side(const std::string& list) {
 }
 
 struct Line {
-  std::string key, baseline, current, change, p, verdict;
+  std::string key, baseline, current, change, p, p_adjusted, verdict;
   bool regression = false;
+  // Benchmark rows, until their verdict: the change of the median, the test, and whether the
+  // test can reach alpha at these sample sizes (else the threshold alone decides).
+  double relative_change = 0;
+  MannWhitney mw;
+  double decision_p = 1;  // the p-value the verdict reads: the test's, or after --correction
+  // The smallest p-value the exact test gives these sample sizes, 2 / C(n1 + n2, n1) (both
+  // samples apart, no value shared); a row with ties gets the normal approximation's instead.
+  double sizes_min_p = 1;
+  std::size_t n_baseline = 0, n_current = 0;
+  bool ceiling = false, testable = false;
 };
 
 // Grows beyond the threshold (relative, with a floor so that 0 -> 1e-9 is not "infinite").
@@ -215,7 +248,7 @@ bool grew(double before, double after, double threshold, double floor) {
 }  // namespace
 
 int run(int argc, char** argv) {
-  std::string baseline_arg, current_arg, filter, format = "text";
+  std::string baseline_arg, current_arg, filter, format = "text", correction_arg = "none";
   double threshold = 5, alpha = 0.05;
   CLI::App app{"normbench-compare: compare two normbench reports (benchmark or accuracy) and flag regressions.\n"
                "Exit code: 0 no regression, 1 regression found, 2 usage or input error, or no case in both reports."};
@@ -223,6 +256,12 @@ int run(int argc, char** argv) {
   app.add_option("current", current_arg, "Current CSV (a comma list pools the repetitions of several runs)")->required();
   app.add_option("--threshold", threshold, "Change (percent) beyond which a difference counts")->capture_default_str();
   app.add_option("--alpha", alpha, "Significance level of the Mann-Whitney U test")->capture_default_str();
+  app.add_option("--correction", correction_arg,
+                 "Correct the p-values of the implementation cases for their number (benchmark reports): none, holm "
+                 "(the chance of flagging any unchanged case stays <= alpha) or bh (Benjamini-Hochberg: the share of "
+                 "unchanged cases among those flagged stays <= alpha)")
+      ->check(CLI::IsMember({"none", "holm", "bh"}))
+      ->capture_default_str();
   app.add_option("--filter", filter, "Only rows whose key matches this regular expression");
   app.add_option("--format", format, "text, markdown (for CI job summaries) or csv")
       ->check(CLI::IsMember({"text", "markdown", "csv"}))
@@ -268,39 +307,35 @@ int run(int argc, char** argv) {
     const Row& c = it->second;
     Line l;
     l.key = key;
-    if (base.kind == Kind::kBench) {
-      const double change = (c.median - b.median) / b.median;
-      const MannWhitney mw = mann_whitney_u(b.times, c.times);
-      const bool testable = mw.min_p <= alpha;
-      const bool significant = testable && mw.p < alpha;
+    if (base.kind == Kind::kBench) {  // the verdict comes below, once every case's p-value is known
+      l.relative_change = (c.median - b.median) / b.median;
+      l.mw = mann_whitney_u(b.times, c.times);
+      l.decision_p = l.mw.p;
+      l.n_baseline = b.times.size();
+      l.n_current = c.times.size();
+      double arrangements = 1;  // C(n1 + n2, n1)
+      for (std::size_t i = 1; i <= l.n_baseline; ++i)
+        arrangements *= static_cast<double>(l.n_current + i) / static_cast<double>(i);
+      l.sizes_min_p = std::min(1.0, 2 / arrangements);
+      l.ceiling = b.ceiling;
+      l.testable = l.mw.min_p <= alpha;
       l.baseline = fmt::format("{:.1f} ns", b.median);
       l.current = fmt::format("{:.1f} ns", c.median);
-      l.change = fmt::format("{:+.1f}%", 100 * change);
-      l.p = testable ? fmt::format("{:.3g}", mw.p) : "n/a";
-      if (!testable && !too_few_noted) {
+      l.change = fmt::format("{:+.1f}%", 100 * l.relative_change);
+      l.p = l.testable ? fmt::format("{:.3g}", l.mw.p) : "n/a";
+      l.p_adjusted = l.p;
+      if (!l.testable && !too_few_noted) {
         notes.push_back(fmt::format("too few repetitions for the Mann-Whitney U test ({} vs {}; at least 4 each are needed "
                                     "for alpha = {}): those rows are decided on the threshold alone",
                                     b.times.size(), c.times.size(), alpha));
         too_few_noted = true;
-      }
-      const bool decided = significant || !testable;
-      if (b.ceiling) {  // the machine's reference moved: drift, reported but never a code regression
-        ceiling_changes.push_back(change);
-        l.verdict = change > thr && decided ? "machine slower" : change < -thr && decided ? "machine faster" : "same";
-      } else if (change > thr && decided) {
-        l.verdict = "SLOWER";
-        l.regression = true;
-      } else if (change < -thr && decided) {
-        l.verdict = "faster";
-      } else {
-        l.verdict = change > thr || change < -thr ? "noise" : "same";
       }
     } else {
       l.baseline = fmt::format("{:.3g} / {:.3g}", b.normwise, b.ulp);
       l.current = fmt::format("{:.3g} / {:.3g}", c.normwise, c.ulp);
       const double change = b.ulp > 0 ? (c.ulp - b.ulp) / b.ulp : (c.ulp > 0 ? INFINITY : 0);
       l.change = std::isfinite(change) ? fmt::format("{:+.1f}%", 100 * change) : "new error";
-      l.p = "-";
+      l.p = l.p_adjusted = "-";
       std::vector<std::string> why;
       if (grew(b.ulp, c.ulp, thr, 1e-3) || grew(b.normwise, c.normwise, thr, 1e-3)) why.push_back("ULP error grew");
       if (c.nonfinite > b.nonfinite) why.push_back("new non-finite mismatches");
@@ -318,6 +353,67 @@ int run(int argc, char** argv) {
   for (const auto& [key, c] : cur.rows)
     if ((!re || std::regex_search(key, *re)) && !base.rows.count(key)) only_cur.push_back(key);
 
+  // Benchmark verdicts. The family the correction counts: the implementation cases the test can
+  // decide (ceilings measure the machine and are never regressions; they keep plain alpha).
+  const bool bench = base.kind == Kind::kBench;
+  const Correction correction = correction_arg == "holm" ? Correction::kHolm
+                                : correction_arg == "bh" ? Correction::kBenjaminiHochberg
+                                                         : Correction::kNone;
+  std::string correction_summary;
+  if (bench) {
+    std::vector<std::size_t> family;
+    std::vector<double> raw;
+    const Line* least_able = nullptr;  // the case whose sample sizes allow the largest smallest p-value
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      if (!lines[i].ceiling && lines[i].testable) {
+        family.push_back(i);
+        raw.push_back(lines[i].mw.p);
+        if (!least_able || lines[i].sizes_min_p > least_able->sizes_min_p) least_able = &lines[i];
+      }
+    const double m = static_cast<double>(family.size());
+    if (correction != Correction::kNone && least_able && least_able->sizes_min_p * m >= alpha) {
+      // Silently unable to flag anything is worse than no correction: a CI job would pass a
+      // real regression. Say what the sample sizes allow instead: the fewest repetitions n a
+      // side whose 2 / C(2n, n) is low enough.
+      std::size_t reps = 2;
+      for (double arrangements = 6; 2 / arrangements * m >= alpha; ++reps)
+        arrangements *= (2.0 * reps + 1) * (2.0 * reps + 2) / ((reps + 1.0) * (reps + 1.0));
+      std::cerr << fmt::format(
+          "normbench-compare: --correction {} over {} cases needs a p-value below alpha / {} = {:.3g} to flag a lone "
+          "case, but {} against {} repetitions ({}) cannot give less than {:.3g}: run at least {} repetitions a side "
+          "(--benchmark_repetitions, or several reports per side as comma lists), narrow --filter, or use "
+          "--correction none\n",
+          correction_arg, family.size(), family.size(), alpha / m, least_able->n_baseline, least_able->n_current,
+          least_able->key, least_able->sizes_min_p, reps);
+      return 2;
+    }
+    const std::vector<double> adjusted = adjust_p_values(raw, correction);
+    for (std::size_t k = 0; k < family.size(); ++k) {
+      lines[family[k]].decision_p = adjusted[k];
+      lines[family[k]].p_adjusted = fmt::format("{:.3g}", adjusted[k]);
+    }
+    if (correction != Correction::kNone)
+      correction_summary = fmt::format(", p-values corrected by {} over {} cases",
+                                       correction == Correction::kHolm ? "Holm" : "Benjamini-Hochberg", family.size());
+    for (Line& l : lines) {
+      const double change = l.relative_change;
+      const bool decided = !l.testable || l.decision_p < alpha;
+      if (l.ceiling) {  // the machine's reference moved: drift, reported but never a code regression
+        ceiling_changes.push_back(change);
+        l.verdict = change > thr && decided ? "machine slower" : change < -thr && decided ? "machine faster" : "same";
+      } else if (change > thr && decided) {
+        l.verdict = "SLOWER";
+        l.regression = true;
+      } else if (change < -thr && decided) {
+        l.verdict = "faster";
+      } else {
+        l.verdict = change > thr || change < -thr ? "noise" : "same";
+      }
+    }
+  } else if (correction != Correction::kNone) {
+    notes.push_back("--correction applies to benchmark reports (accuracy reports have no p-values): ignored");
+  }
+
   std::vector<std::string> warnings;
   if (base.hosts != cur.hosts || base.cpus != cur.cpus)
     warnings.push_back(fmt::format("WARNING: the reports come from different machines (baseline {} / {}, current {} / {}): "
@@ -333,28 +429,29 @@ int run(int argc, char** argv) {
                                      "scripts/ab.sh interleaves the runs to cancel such drift.",
                                      100 * mid, ceiling_changes.size()));
   }
-  const bool bench = base.kind == Kind::kBench;
   const std::array<std::string, 6> head = {"case", bench ? "baseline (median)" : "baseline (normwise / max ulp)",
                                            bench ? "current (median)" : "current (normwise / max ulp)",
-                                           bench ? "change" : "change (max ulp)", "p-value", "verdict"};
+                                           bench ? "change" : "change (max ulp)",
+                                           correction == Correction::kNone || !bench ? "p-value" : "p (" + correction_arg + ")",
+                                           "verdict"};
   int regressions = 0;
   for (const Line& l : lines) regressions += l.regression;
 
   if (format == "csv") {
-    std::cout << "case,baseline,current,change,p_value,verdict\n";
+    std::cout << "case,baseline,current,change,p_value,verdict,p_adjusted\n";
     for (const Line& l : lines)
-      std::cout << fmt::format("{},{},{},{},{},{}\n", report::csv_field(l.key), report::csv_field(l.baseline),
-                               report::csv_field(l.current), l.change, l.p, report::csv_field(l.verdict));
-    for (const auto& k : only_base) std::cout << fmt::format("{},,,,,only in baseline\n", report::csv_field(k));
-    for (const auto& k : only_cur) std::cout << fmt::format("{},,,,,only in current\n", report::csv_field(k));
+      std::cout << fmt::format("{},{},{},{},{},{},{}\n", report::csv_field(l.key), report::csv_field(l.baseline),
+                               report::csv_field(l.current), l.change, l.p, report::csv_field(l.verdict), l.p_adjusted);
+    for (const auto& k : only_base) std::cout << fmt::format("{},,,,,only in baseline,\n", report::csv_field(k));
+    for (const auto& k : only_cur) std::cout << fmt::format("{},,,,,only in current,\n", report::csv_field(k));
     for (const auto& w : warnings) std::cerr << w << "\n";
   } else if (format == "markdown") {
     for (const auto& w : warnings) std::cout << "> **" << w << "**\n\n";
-    std::cout << fmt::format("**{} regression(s)** in {} compared cases (threshold {}%, alpha {})\n\n", regressions,
-                             lines.size(), threshold, alpha);
+    std::cout << fmt::format("**{} regression(s)** in {} compared cases (threshold {}%, alpha {}{})\n\n", regressions,
+                             lines.size(), threshold, alpha, correction_summary);
     std::cout << fmt::format("| {} |\n|---|---|---|---|---|---|\n", fmt::join(head, " | "));
     for (const Line& l : lines)
-      std::cout << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", l.key, l.baseline, l.current, l.change, l.p,
+      std::cout << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", l.key, l.baseline, l.current, l.change, l.p_adjusted,
                                l.regression ? "**" + l.verdict + "**" : l.verdict);
     for (const auto& n : notes) std::cout << "\n_Note: " << n << "_\n";
     if (!only_base.empty()) std::cout << fmt::format("\nOnly in baseline: `{}`\n", fmt::join(only_base, "`, `"));
@@ -371,12 +468,12 @@ int run(int argc, char** argv) {
                              head[3], head[4], head[5]);
     for (const Line& l : lines)
       std::cout << fmt::format("{:<{}}  {:>{}}  {:>{}}  {:>16}  {:>8}  {}\n", l.key, w0, l.baseline, w1, l.current, w2,
-                               l.change, l.p, l.verdict);
+                               l.change, l.p_adjusted, l.verdict);
     for (const auto& n : notes) std::cout << "\nnote: " << n << "\n";
     for (const auto& k : only_base) std::cout << "only in baseline: " << k << "\n";
     for (const auto& k : only_cur) std::cout << "only in current:  " << k << "\n";
-    std::cout << fmt::format("\n{} regression(s) in {} compared cases (threshold {}%, alpha {})\n", regressions,
-                             lines.size(), threshold, alpha);
+    std::cout << fmt::format("\n{} regression(s) in {} compared cases (threshold {}%, alpha {}{})\n", regressions,
+                             lines.size(), threshold, alpha, correction_summary);
   }
   if (lines.empty()) {  // a CI step comparing nothing (a --filter typo, the wrong file) must not pass
     std::cerr << fmt::format("normbench-compare: nothing compared: no case{} is in both reports ({} only in baseline, "
