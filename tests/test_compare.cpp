@@ -315,6 +315,31 @@ TEST(Compare, ASlowerMachineCeilingIsDriftNotARegression) {
   fs::remove(drift);
 }
 
+// normbench runs each dtype and shape as one pass: a slow spell of the machine moves every case
+// of a pass, ceilings included. Every bf16 case 25% slower: a warning for each bf16 pass, naming
+// its ceilings' change and its SLOWER cases (still counted), and none for the f32 passes.
+TEST(Compare, APassWhoseCeilingsMovedWithItsCasesIsNamed) {
+  const fs::path sample = fs::path(NORMBENCH_SOURCE_DIR) / "reports/samples/bench-quick.csv";
+  const fs::path drift = temp("pass-drift.csv");
+  rewrite(sample, drift, "dtype", "bf16", "rep_times_ns", quarter_slower);
+  const CommandResult r = run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), drift.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const std::string pass : {"1x4096", "64x768", "128x4096", "512x4096"})
+    EXPECT_NE(r.output.find(fmt::format("WARNING: the machine ran the bf16/{} pass slower: 4 of its 4 ceiling cases "
+                                        "moved +25.0% to +25.0%, and its 16 case(s) that read SLOWER",
+                                        pass)),
+              std::string::npos)
+        << pass << "\n" << r.output;
+  EXPECT_EQ(r.output.find("WARNING: the machine ran the f32/"), std::string::npos) << r.output;
+  // Cases slower in a pass whose ceilings did not move get no such warning.
+  rewrite(sample, drift, "implementation", "highway", "rep_times_ns", quarter_slower);
+  const CommandResult kernels_only =
+      run_command(fmt::format("{} {} {}", NORMBENCH_COMPARE_BIN, sample.string(), drift.string()));
+  EXPECT_EQ(kernels_only.exit_code, 1) << kernels_only.output;
+  EXPECT_EQ(kernels_only.output.find("WARNING"), std::string::npos) << kernels_only.output;
+  fs::remove(drift);
+}
+
 // The row-phased ceiling rows (a norm's unavoidable traffic, and LayerNorm's with its arithmetic)
 // are the machine's too.
 TEST(Compare, ASlowerRowPhasedCeilingIsDriftNotARegression) {

@@ -103,6 +103,7 @@ enum class Kind { kBench, kAccuracy };
 struct Row {
   std::string key;                          // printable, e.g. layernorm/highway/f32/128x4096/threads:1
   bool ceiling = false;                     // bench: the machine's bandwidth reference, not an implementation
+  std::string pass;                         // bench: normbench's pass (dtype and shape), e.g. bf16/512x4096
   std::vector<double> times;                // bench: per-repetition ns
   double median = NAN;                      // bench: median ns per call
   double normwise = NAN, ulp = NAN;         // accuracy
@@ -176,6 +177,7 @@ void load(const std::string& path, Report& rep) {
       row.key = key;
       // stream-scale(-nt), row-phased(-arithmetic)
       row.ceiling = f[2].rfind("stream-scale", 0) == 0 || f[2].rfind("row-phased", 0) == 0;
+      row.pass = fmt::format("{}/{}x{}{}{}", f[3], f[4], f[5], f[7] == "1" ? "/cold" : "", f[17] == "1" ? "/huge-pages" : "");
       number(f[8], p, line, "time_median_ns");
       std::stringstream ss(f[9]);
       std::string t;
@@ -236,7 +238,50 @@ struct Line {
   double sizes_min_p = 1;
   std::size_t n_baseline = 0, n_current = 0;
   bool ceiling = false, testable = false;
+  std::string pass;
 };
+
+// normbench runs each dtype and shape as one pass, its cases' repetitions interleaved, so a slow
+// or fast spell of the machine moves a whole pass: every case in it, the ceilings included, with
+// p-values no correction for the number of cases removes. A pass where at least half of the
+// ceiling cases moved the same way (their verdicts "machine slower" or "machine faster") and
+// some implementation case read the same way gets a warning naming both. The verdicts stand:
+// the kernel may have moved too, by more or less than the machine.
+void pass_drift_warnings(const std::vector<Line>& lines, std::vector<std::string>& warnings) {
+  struct Pass {
+    int ceilings = 0, ceilings_slower = 0, ceilings_faster = 0, slower = 0, faster = 0;
+    std::vector<double> slower_changes, faster_changes;  // of the ceilings
+  };
+  std::map<std::string, Pass> passes;
+  for (const Line& l : lines) {
+    Pass& p = passes[l.pass];
+    if (l.ceiling) {
+      ++p.ceilings;
+      if (l.verdict == "machine slower") {
+        ++p.ceilings_slower;
+        p.slower_changes.push_back(l.relative_change);
+      } else if (l.verdict == "machine faster") {
+        ++p.ceilings_faster;
+        p.faster_changes.push_back(l.relative_change);
+      }
+    } else {
+      p.slower += l.verdict == "SLOWER";
+      p.faster += l.verdict == "faster";
+    }
+  }
+  for (const auto& [name, p] : passes)
+    for (const bool slower : {true, false}) {
+      const int moved = slower ? p.ceilings_slower : p.ceilings_faster, cases = slower ? p.slower : p.faster;
+      if (cases == 0 || moved == 0 || 2 * moved < p.ceilings) continue;  // a pass may have no ceiling case
+      const auto [lo, hi] = std::minmax_element(slower ? p.slower_changes.begin() : p.faster_changes.begin(),
+                                                slower ? p.slower_changes.end() : p.faster_changes.end());
+      warnings.push_back(fmt::format(
+          "WARNING: the machine ran the {} pass {}: {} of its {} ceiling cases moved {:+.1f}% to {:+.1f}%, and its {} "
+          "case(s) that read {} may be the machine's as much as the code's (scripts/ab.sh interleaves the runs)",
+          name, slower ? "slower" : "faster", moved, p.ceilings, 100 * *lo, 100 * *hi, cases,
+          slower ? "SLOWER" : "faster"));
+    }
+}
 
 // Grows beyond the threshold (relative, with a floor so that 0 -> 1e-9 is not "infinite").
 bool grew(double before, double after, double threshold, double floor) {
@@ -318,6 +363,7 @@ int run(int argc, char** argv) {
         arrangements *= static_cast<double>(l.n_current + i) / static_cast<double>(i);
       l.sizes_min_p = std::min(1.0, 2 / arrangements);
       l.ceiling = b.ceiling;
+      l.pass = b.pass;
       l.testable = l.mw.min_p <= alpha;
       l.baseline = fmt::format("{:.1f} ns", b.median);
       l.current = fmt::format("{:.1f} ns", c.median);
@@ -415,6 +461,7 @@ int run(int argc, char** argv) {
   }
 
   std::vector<std::string> warnings;
+  if (bench) pass_drift_warnings(lines, warnings);
   if (base.hosts != cur.hosts || base.cpus != cur.cpus)
     warnings.push_back(fmt::format("WARNING: the reports come from different machines (baseline {} / {}, current {} / {}): "
                                    "differences may be the machine's, not the code's",
