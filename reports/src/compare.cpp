@@ -168,6 +168,7 @@ void load(const std::string& path, Report& rep) {
       if (f[0] != "1" && f[0] != "2" && f[0] != "3" && f[0] != "4") check_schema(f[0], report::kBenchSchemaVersion, p, line);
       if (!f[10].empty()) return;  // a case that could not run has nothing to compare
       std::string norm = f[13].empty() || f[13] == "standard" ? f[1] : f[1] + "+" + f[13];
+      if (f[1] == "none") norm = "ceiling";  // the stream-scale ceilings, named as normbench names them
       if (f[1] == "groupnorm") norm += fmt::format("(C={},G={})", f[14], f[15]);
       if (f[1] == "batchnorm") norm += fmt::format("(C={},{})", f[14], f[16]);
       // Runs on huge pages compare only with runs on huge pages (as cold-cache runs with their own).
