@@ -9,10 +9,16 @@ Benchmark reports give, per norm x dtype x thread count:
       dashed: non-temporal stores), cache sizes marked;
   speedup-<norm>-<dtype>-t<threads>.png     speed-up over `naive` (and over `onednn` where
       present) per shape, as bars.
+  Variants get their own files, <norm>+<variant> in place of <norm> (BatchNorm's carry the
+  layout: batchnorm-ncl, batchnorm-nlc, batchnorm-nc), and
+  residual-speedup-<norm>-<dtype>-<impl>.png  per shape, the time of residual-add-separate over
+      that of the fused residual-add (above 1: fusing pays).
 Accuracy reports give, per norm x dtype:
   accuracy-<norm>-<dtype>.png  normwise error (ulps of the output dtype) against the condition
       number kappa of the `offset` sweep, one line per implementation; beside it the measured
       variance error with each algorithm's theoretical bound dashed.
+  variants-<norm>-<dtype>.png  per variant, the worst normwise error of each implementation
+      against the variant's own reference (left) and against the standard form (right, drift).
 Prints the path of every PNG written, one per line. Needs Debian's python3-matplotlib and
 python3-numpy (run with /usr/bin/python3, not a pyenv interpreter).
 """
