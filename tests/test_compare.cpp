@@ -164,7 +164,8 @@ TEST(Compare, CorrectedPValuesKeepTheClearRegressionAndDropTheMarginalOne) {
   EXPECT_NE(none.output.find("2 regression(s) in 20 compared cases (threshold 5%, alpha 0.05)\n"), std::string::npos)
       << none.output;
   EXPECT_EQ(compare("").output, none.output) << "none is the default";
-  for (const auto& [name, title] : {std::pair<std::string, std::string>{"holm", "Holm"}, {"bh", "Benjamini-Hochberg"}}) {
+  for (const auto& [name, title] :
+       {std::pair<std::string, std::string>{"holm", "Holm"}, {"bh", "Benjamini-Hochberg"}}) {
     const CommandResult r = compare("--correction " + name);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find(fmt::format("1 regression(s) in 20 compared cases (threshold 5%, alpha 0.05, p-values "

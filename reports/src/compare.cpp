@@ -178,7 +178,8 @@ void load(const std::string& path, Report& rep) {
       row.key = key;
       // stream-scale(-nt), row-phased(-arithmetic)
       row.ceiling = f[2].rfind("stream-scale", 0) == 0 || f[2].rfind("row-phased", 0) == 0;
-      row.pass = fmt::format("{}/{}x{}{}{}", f[3], f[4], f[5], f[7] == "1" ? "/cold" : "", f[17] == "1" ? "/huge-pages" : "");
+      row.pass = fmt::format("{}/{}x{}{}{}", f[3], f[4], f[5], f[7] == "1" ? "/cold" : "",
+                             f[17] == "1" ? "/huge-pages" : "");
       number(f[8], p, line, "time_median_ns");
       std::stringstream ss(f[9]);
       std::string t;
@@ -480,7 +481,9 @@ int run(int argc, char** argv) {
   const std::array<std::string, 6> head = {"case", bench ? "baseline (median)" : "baseline (normwise / max ulp)",
                                            bench ? "current (median)" : "current (normwise / max ulp)",
                                            bench ? "change" : "change (max ulp)",
-                                           correction == Correction::kNone || !bench ? "p-value" : "p (" + correction_arg + ")",
+                                           correction == Correction::kNone || !bench
+                                               ? "p-value"
+                                               : "p (" + correction_arg + ")",
                                            "verdict"};
   int regressions = 0;
   for (const Line& l : lines) regressions += l.regression;
@@ -499,8 +502,8 @@ int run(int argc, char** argv) {
                              lines.size(), threshold, alpha, correction_summary);
     std::cout << fmt::format("| {} |\n|---|---|---|---|---|---|\n", fmt::join(head, " | "));
     for (const Line& l : lines)
-      std::cout << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", l.key, l.baseline, l.current, l.change, l.p_adjusted,
-                               l.regression ? "**" + l.verdict + "**" : l.verdict);
+      std::cout << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", l.key, l.baseline, l.current, l.change,
+                               l.p_adjusted, l.regression ? "**" + l.verdict + "**" : l.verdict);
     for (const auto& n : notes) std::cout << "\n_Note: " << n << "_\n";
     if (!only_base.empty()) std::cout << fmt::format("\nOnly in baseline: `{}`\n", fmt::join(only_base, "`, `"));
     if (!only_cur.empty()) std::cout << fmt::format("\nOnly in current: `{}`\n", fmt::join(only_cur, "`, `"));
