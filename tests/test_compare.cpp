@@ -334,6 +334,10 @@ TEST(Compare, APassWhoseCeilingsMovedWithItsCasesIsNamed) {
               std::string::npos)
         << pass << "\n" << r.output;
   EXPECT_EQ(r.output.find("WARNING: the machine ran the f32/"), std::string::npos) << r.output;
+  // Half the ceilings moved: the whole-run warning fires too, and comes first.
+  const std::size_t whole_run = r.output.find("WARNING: the machine's bandwidth ceiling moved by +25.0%");
+  ASSERT_NE(whole_run, std::string::npos) << r.output;
+  EXPECT_LT(whole_run, r.output.find("WARNING: the machine ran the bf16/")) << r.output;
   // Cases slower in a pass whose ceilings did not move get no such warning.
   rewrite(sample, drift, "implementation", "highway", "rep_times_ns", quarter_slower);
   const CommandResult kernels_only =

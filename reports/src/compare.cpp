@@ -463,7 +463,6 @@ int run(int argc, char** argv) {
   }
 
   std::vector<std::string> warnings;
-  if (bench) pass_drift_warnings(lines, warnings);
   if (base.hosts != cur.hosts || base.cpus != cur.cpus)
     warnings.push_back(fmt::format("WARNING: the reports come from different machines (baseline {} / {}, current {} / {}): "
                                    "differences may be the machine's, not the code's",
@@ -478,6 +477,7 @@ int run(int argc, char** argv) {
                                      "scripts/ab.sh interleaves the runs to cancel such drift.",
                                      100 * mid, ceiling_changes.size()));
   }
+  if (bench) pass_drift_warnings(lines, warnings);  // after the whole-run warnings
   const std::array<std::string, 6> head = {"case", bench ? "baseline (median)" : "baseline (normwise / max ulp)",
                                            bench ? "current (median)" : "current (normwise / max ulp)",
                                            bench ? "change" : "change (max ulp)",
