@@ -1,6 +1,7 @@
 #include "normbench/compare.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -235,13 +236,18 @@ struct Line {
   double relative_change = 0;
   MannWhitney mw;
   double decision_p = 1;  // the p-value the verdict reads: the test's, or after --correction
-  // The smallest p-value the exact test gives these sample sizes, 2 / C(n1 + n2, n1) (both
-  // samples apart, no value shared); a row with ties gets the normal approximation's instead.
-  double sizes_min_p = 1;
-  std::size_t n_baseline = 0, n_current = 0;
+  std::size_t n_baseline = 0, n_current = 0;  // repetitions
   bool ceiling = false, testable = false;
   std::string pass;
 };
+
+// The smallest p-value the exact test gives samples of n1 and n2 values, 2 / C(n1 + n2, n1): both
+// samples apart, no value shared (a case with ties gets the normal approximation's, larger).
+double smallest_exact_p(std::size_t n1, std::size_t n2) {
+  double arrangements = 1;  // C(n1 + n2, n1)
+  for (std::size_t i = 1; i <= n1; ++i) arrangements *= static_cast<double>(n2 + i) / static_cast<double>(i);
+  return std::min(1.0, 2 / arrangements);
+}
 
 // normbench runs each dtype and shape as one pass, its cases' repetitions interleaved, so a slow
 // or fast spell of the machine moves a whole pass: every case in it, the ceilings included, with
@@ -250,38 +256,33 @@ struct Line {
 // some implementation case read the same way gets a warning naming both. The verdicts stand:
 // the kernel may have moved too, by more or less than the machine.
 void pass_drift_warnings(const std::vector<Line>& lines, std::vector<std::string>& warnings) {
+  // Per direction, [0] slower and [1] faster: the verdicts that say so, the ceilings' changes.
+  constexpr std::array<const char*, 2> kCeilingVerdict = {"machine slower", "machine faster"},
+                                       kCaseVerdict = {"SLOWER", "faster"}, kWord = {"slower", "faster"};
   struct Pass {
-    int ceilings = 0, ceilings_slower = 0, ceilings_faster = 0, slower = 0, faster = 0;
-    std::vector<double> slower_changes, faster_changes;  // of the ceilings
+    int ceilings = 0;
+    std::array<int, 2> cases{};                     // implementation cases that read each way
+    std::array<std::vector<double>, 2> ceiling_moves;  // changes of the ceilings that moved each way
   };
   std::map<std::string, Pass> passes;
   for (const Line& l : lines) {
     Pass& p = passes[l.pass];
-    if (l.ceiling) {
-      ++p.ceilings;
-      if (l.verdict == "machine slower") {
-        ++p.ceilings_slower;
-        p.slower_changes.push_back(l.relative_change);
-      } else if (l.verdict == "machine faster") {
-        ++p.ceilings_faster;
-        p.faster_changes.push_back(l.relative_change);
-      }
-    } else {
-      p.slower += l.verdict == "SLOWER";
-      p.faster += l.verdict == "faster";
+    p.ceilings += l.ceiling;
+    for (std::size_t d = 0; d < 2; ++d) {
+      if (l.ceiling && l.verdict == kCeilingVerdict[d]) p.ceiling_moves[d].push_back(l.relative_change);
+      if (!l.ceiling && l.verdict == kCaseVerdict[d]) ++p.cases[d];
     }
   }
   for (const auto& [name, p] : passes)
-    for (const bool slower : {true, false}) {
-      const int moved = slower ? p.ceilings_slower : p.ceilings_faster, cases = slower ? p.slower : p.faster;
-      if (cases == 0 || moved == 0 || 2 * moved < p.ceilings) continue;  // a pass may have no ceiling case
-      const auto [lo, hi] = std::minmax_element(slower ? p.slower_changes.begin() : p.faster_changes.begin(),
-                                                slower ? p.slower_changes.end() : p.faster_changes.end());
+    for (std::size_t d = 0; d < 2; ++d) {
+      const std::vector<double>& moves = p.ceiling_moves[d];
+      const int moved = static_cast<int>(moves.size());
+      if (p.cases[d] == 0 || moved == 0 || 2 * moved < p.ceilings) continue;  // a pass may have no ceiling case
+      const auto [lo, hi] = std::minmax_element(moves.begin(), moves.end());
       warnings.push_back(fmt::format(
           "WARNING: the machine ran the {} pass {}: {} of its {} ceiling cases moved {:+.1f}% to {:+.1f}%, and its {} "
           "case(s) that read {} may be the machine's as much as the code's (scripts/ab.sh interleaves the runs)",
-          name, slower ? "slower" : "faster", moved, p.ceilings, 100 * *lo, 100 * *hi, cases,
-          slower ? "SLOWER" : "faster"));
+          name, kWord[d], moved, p.ceilings, 100 * *lo, 100 * *hi, p.cases[d], kCaseVerdict[d]));
     }
 }
 
@@ -360,10 +361,6 @@ int run(int argc, char** argv) {
       l.decision_p = l.mw.p;
       l.n_baseline = b.times.size();
       l.n_current = c.times.size();
-      double arrangements = 1;  // C(n1 + n2, n1)
-      for (std::size_t i = 1; i <= l.n_baseline; ++i)
-        arrangements *= static_cast<double>(l.n_current + i) / static_cast<double>(i);
-      l.sizes_min_p = std::min(1.0, 2 / arrangements);
       l.ceiling = b.ceiling;
       l.pass = b.pass;
       l.testable = l.mw.min_p <= alpha;
@@ -412,27 +409,31 @@ int run(int argc, char** argv) {
     std::vector<std::size_t> family;
     std::vector<double> raw;
     const Line* least_able = nullptr;  // the case whose sample sizes allow the largest smallest p-value
+    double least_able_p = 0;
     for (std::size_t i = 0; i < lines.size(); ++i)
       if (!lines[i].ceiling && lines[i].testable) {
         family.push_back(i);
         raw.push_back(lines[i].mw.p);
-        if (!least_able || lines[i].sizes_min_p > least_able->sizes_min_p) least_able = &lines[i];
+        const double smallest = smallest_exact_p(lines[i].n_baseline, lines[i].n_current);
+        if (!least_able || smallest > least_able_p) {
+          least_able = &lines[i];
+          least_able_p = smallest;
+        }
       }
     const double m = static_cast<double>(family.size());
-    if (correction != Correction::kNone && least_able && least_able->sizes_min_p * m >= alpha) {
+    if (correction != Correction::kNone && least_able && least_able_p * m >= alpha) {
       // Silently unable to flag anything is worse than no correction: a CI job would pass a
-      // real regression. Say what the sample sizes allow instead: the fewest repetitions n a
-      // side whose 2 / C(2n, n) is low enough.
+      // real regression. Say what the sample sizes allow instead: the fewest repetitions a side
+      // that are enough.
       std::size_t reps = 2;
-      for (double arrangements = 6; 2 / arrangements * m >= alpha; ++reps)
-        arrangements *= (2.0 * reps + 1) * (2.0 * reps + 2) / ((reps + 1.0) * (reps + 1.0));
+      while (smallest_exact_p(reps, reps) * m >= alpha) ++reps;
       std::cerr << fmt::format(
           "normbench-compare: --correction {} over {} cases needs a p-value below alpha / {} = {:.3g} to flag a lone "
           "case, but {} against {} repetitions ({}) cannot give less than {:.3g}: run at least {} repetitions a side "
           "(--benchmark_repetitions, or several reports per side as comma lists), narrow --filter, or use "
           "--correction none\n",
           correction_arg, family.size(), family.size(), alpha / m, least_able->n_baseline, least_able->n_current,
-          least_able->key, least_able->sizes_min_p, reps);
+          least_able->key, least_able_p, reps);
       return 2;
     }
     const std::vector<double> adjusted = adjust_p_values(raw, correction);
