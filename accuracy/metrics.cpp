@@ -113,11 +113,7 @@ std::string exceeded_bound_summary(const std::vector<std::string>& finite_error,
       total, finite_error.size(), nonfinite_output.size());
   std::size_t listed = 0;
   for (const auto* lines : {&finite_error, &nonfinite_output})
-    for (const std::string& line : *lines)
-      if (listed < shown) {
-        out += "!!!   " + line + "\n";
-        ++listed;
-      }
+    for (std::size_t i = 0; i < lines->size() && listed < shown; ++i, ++listed) out += "!!!   " + (*lines)[i] + "\n";
   if (total > listed) out += fmt::format("!!!   ... and {} more (see the CSV)\n", total - listed);
   return out;
 }
