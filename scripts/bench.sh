@@ -14,7 +14,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) shapes=quick ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the comment above, to its end
     *) echo "bench.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift

@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the comment above, to its end
   -*) echo "bundle.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
 esac
 [[ $# -le 1 ]] || { echo "bundle.sh: one output path at most (try --help)" >&2; exit 2; }

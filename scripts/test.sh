@@ -9,7 +9,7 @@ preset=release
 case "${1:-}" in
   "") ;;
   --asan) preset=asan ;;
-  -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the comment above, to its end
   *) echo "test.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
 esac
 
