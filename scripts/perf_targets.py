@@ -118,7 +118,7 @@ def slower_p_value(slow, fast):
     len(slow) of them would hold ranks summing to at least `slow`'s. Ties take mid-ranks (doubled
     to stay integers); the subsets are counted by dynamic programming, exact at any size.
     normbench-compare has the two-sided test in C++ (mann_whitney_u, reports/src/compare.cpp: exact
-    only without ties); this script reads reports without a build, and timings tie."""
+    up to n1 * n2 = 2500); this script reads reports without a build."""
     pooled = sorted((t, i < len(slow)) for i, t in enumerate(slow + fast))
     ranks2 = [0] * len(pooled)  # twice each mid-rank
     i = 0

@@ -425,8 +425,66 @@ TEST(MannWhitney, ExactPValuesMatchTheTables) {
   const auto r = mann_whitney_u({1, 2, 4, 7, 8}, {3, 5, 6, 9, 10});
   EXPECT_DOUBLE_EQ(r.u, 7);
   EXPECT_NEAR(r.p, 78.0 / 252, 1e-12);
-  // Ties use the normal approximation.
-  EXPECT_FALSE(mann_whitney_u({1, 1, 2}, {1, 2, 2}).exact);
+  // Ties keep the exact test. a = 1..9, b = 9..17: the one shared value leaves U at 0.5, which
+  // 2 of the C(18, 9) = 48620 splits reach (1..8 and either 9) and none goes below; the normal
+  // approximation gave 4e-4 here.
+  std::vector<double> low, high;
+  for (int v = 1; v <= 9; ++v) {
+    low.push_back(v);
+    high.push_back(v + 8);
+  }
+  const auto tied = mann_whitney_u(low, high);
+  EXPECT_TRUE(tied.exact);
+  EXPECT_DOUBLE_EQ(tied.u, 0.5);
+  EXPECT_NEAR(tied.p, 4.0 / 48620, 1e-15);
+  EXPECT_NEAR(tied.min_p, 4.0 / 48620, 1e-15);
+  // Every value tied: no split differs from another, nothing to test.
+  EXPECT_DOUBLE_EQ(mann_whitney_u({5, 5, 5, 5}, {5, 5, 5, 5}).min_p, 1.0);
+  EXPECT_FALSE(mann_whitney_u(std::vector<double>(51, 1.0), std::vector<double>(50, 2.0)).exact);
+}
+
+// The exact test with ties against a count of every split of the pooled values (a different
+// algorithm: enumeration instead of the test's dynamic programme over tie groups), for samples
+// drawn from few values so that most of them tie.
+TEST(MannWhitney, ExactPValuesWithTiesMatchEnumeratingEverySplit) {
+  using compare::mann_whitney_u;
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::size_t n1 = 3 + trial % 5, n2 = 4 + trial % 4, levels = 2 + trial % 4;
+    std::uniform_int_distribution<int> value(0, static_cast<int>(levels) - 1);
+    std::vector<double> a(n1), b(n2), pooled;
+    for (double& v : a) v = value(rng);
+    for (double& v : b) v = value(rng);
+    pooled = a;
+    pooled.insert(pooled.end(), b.begin(), b.end());
+    const auto u_of = [](const std::vector<double>& x, const std::vector<double>& y) {
+      double u = 0;
+      for (double p : x)
+        for (double q : y) u += p > q ? 1.0 : p == q ? 0.5 : 0.0;
+      return u;
+    };
+    const double u = u_of(a, b);
+    std::vector<double> us;  // U of every split: in_a marks the pooled values given to a, each arrangement once
+    std::vector<bool> in_a(pooled.size(), false);
+    std::fill(in_a.begin(), in_a.begin() + static_cast<std::ptrdiff_t>(n1), true);
+    std::sort(in_a.begin(), in_a.end());
+    do {
+      std::vector<double> x, y;
+      for (std::size_t k = 0; k < pooled.size(); ++k) (in_a[k] ? x : y).push_back(pooled[k]);
+      us.push_back(u_of(x, y));
+    } while (std::next_permutation(in_a.begin(), in_a.end()));
+    const double total = static_cast<double>(us.size());
+    const double below = static_cast<double>(std::count_if(us.begin(), us.end(), [&](double v) { return v <= u; }));
+    const double above = static_cast<double>(std::count_if(us.begin(), us.end(), [&](double v) { return v >= u; }));
+    const auto lo = std::min_element(us.begin(), us.end()), hi = std::max_element(us.begin(), us.end());
+    const double at_lo = static_cast<double>(std::count(us.begin(), us.end(), *lo));
+    const double at_hi = static_cast<double>(std::count(us.begin(), us.end(), *hi));
+    const auto r = mann_whitney_u(a, b);
+    ASSERT_TRUE(r.exact);
+    EXPECT_DOUBLE_EQ(r.u, u);
+    EXPECT_NEAR(r.p, std::min(1.0, 2 * std::min(below, above) / total), 1e-12) << "trial " << trial;
+    EXPECT_NEAR(r.min_p, std::min(1.0, 2 * std::min(at_lo, at_hi) / total), 1e-12) << "trial " << trial;
+  }
 }
 
 // R's p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") and "BH"; both keep the order given.

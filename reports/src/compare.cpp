@@ -23,47 +23,69 @@ MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<doubl
   MannWhitney r;
   const std::size_t n1 = a.size(), n2 = b.size();
   if (n1 == 0 || n2 == 0) return r;
-  bool ties = false;
   for (double x : a)
-    for (double y : b) {
-      r.u += x > y ? 1.0 : x == y ? 0.5 : 0.0;
-      ties |= x == y;
-    }
-  if (!ties && n1 * n2 <= 2500) {
-    // counts[u] = arrangements of n1 + n2 distinct values with U = u (built up one element at a time).
-    std::vector<std::vector<std::vector<double>>> f(n1 + 1, std::vector<std::vector<double>>(n2 + 1));
-    for (std::size_t i = 0; i <= n1; ++i)
-      for (std::size_t j = 0; j <= n2; ++j) {
-        f[i][j].assign(i * j + 1, 0.0);
-        if (i == 0 || j == 0) {
-          f[i][j][0] = 1;
-          continue;
+    for (double y : b) r.u += x > y ? 1.0 : x == y ? 0.5 : 0.0;
+  // The pooled values in tie groups (equal values), ascending.
+  std::vector<double> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  std::vector<std::size_t> groups;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    groups.push_back(j - i);
+    i = j;
+  }
+  if (n1 * n2 <= 2500) {
+    // Exact null distribution of 2U given the tie groups (timers of coarse resolution repeat
+    // values): every split of the pooled values into n1 and n2 is equally likely. Taking the
+    // groups in ascending order, count[i][s] = ways to have given i values to `a` so far with
+    // 2U = s; c values of a group of t go to `a` in C(t, c) ways, each above the b values
+    // already placed and tied with the group's other t - c.
+    const std::size_t s_max = 2 * n1 * n2;
+    std::vector<std::vector<double>> count(n1 + 1, std::vector<double>(s_max + 1, 0.0)), next = count;
+    count[0][0] = 1;
+    std::size_t placed = 0;
+    for (const std::size_t t : groups) {
+      std::vector<double> ways(t + 1, 1.0);  // C(t, c)
+      for (std::size_t c = 1; c <= t; ++c) ways[c] = ways[c - 1] * static_cast<double>(t - c + 1) / static_cast<double>(c);
+      for (auto& row : next) std::fill(row.begin(), row.end(), 0.0);
+      for (std::size_t i = 0; i <= std::min(n1, placed); ++i) {
+        const std::size_t below = placed - i;  // b values already placed
+        if (below > n2) continue;
+        for (std::size_t s = 0; s <= 2 * i * n2; ++s) {  // each value of a adds at most 2 * n2
+          if (count[i][s] == 0) continue;
+          for (std::size_t c = 0; c <= t && i + c <= n1; ++c) {
+            if (below + (t - c) > n2) continue;
+            next[i + c][s + c * (2 * below + (t - c))] += count[i][s] * ways[c];
+          }
         }
-        for (std::size_t u = 0; u <= i * j; ++u)  // the largest value is from a (adds j) or from b
-          f[i][j][u] = (u >= j ? f[i - 1][j][u - j] : 0.0) + (u <= (i) * (j - 1) ? f[i][j - 1][u] : 0.0);
       }
-    const auto& dist = f[n1][n2];
-    double total = 0, below = 0, above = 0;
+      std::swap(count, next);
+      placed += t;
+    }
+    const std::vector<double>& dist = count[n1];
+    double total = 0, below = 0, above = 0, lowest = 0, highest = 0;
     for (double c : dist) total += c;
-    const auto u = static_cast<std::size_t>(r.u);
-    for (std::size_t k = 0; k <= u; ++k) below += dist[k];
-    for (std::size_t k = u; k < dist.size(); ++k) above += dist[k];
+    const auto s_obs = static_cast<std::size_t>(std::llround(2 * r.u));
+    for (std::size_t s = 0; s <= s_max; ++s) {
+      if (s <= s_obs) below += dist[s];
+      if (s >= s_obs) above += dist[s];
+      if (dist[s] > 0) {
+        if (lowest == 0) lowest = dist[s];
+        highest = dist[s];
+      }
+    }
     r.p = std::min(1.0, 2 * std::min(below, above) / total);
-    r.min_p = std::min(1.0, 2 / total);
+    r.min_p = std::min(1.0, 2 * std::min(lowest, highest) / total);
     r.exact = true;
     return r;
   }
   // Normal approximation with tie correction.
-  std::vector<double> all(a);
-  all.insert(all.end(), b.begin(), b.end());
-  std::sort(all.begin(), all.end());
   double tie_term = 0;
-  for (std::size_t i = 0; i < all.size();) {
-    std::size_t j = i;
-    while (j < all.size() && all[j] == all[i]) ++j;
-    const double t = static_cast<double>(j - i);
+  for (const std::size_t g : groups) {
+    const double t = static_cast<double>(g);
     tie_term += t * t * t - t;
-    i = j;
   }
   const double n = static_cast<double>(n1 + n2), mu = 0.5 * n1 * n2;
   const double sigma = std::sqrt(n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1))));
@@ -242,7 +264,7 @@ struct Line {
 };
 
 // The smallest p-value the exact test gives samples of n1 and n2 values, 2 / C(n1 + n2, n1): both
-// samples apart, no value shared (a case with ties gets the normal approximation's, larger).
+// samples apart, no value shared (ties across the samples can only make it larger).
 double smallest_exact_p(std::size_t n1, std::size_t n2) {
   double arrangements = 1;  // C(n1 + n2, n1)
   for (std::size_t i = 1; i <= n1; ++i) arrangements *= static_cast<double>(n2 + i) / static_cast<double>(i);

@@ -9,13 +9,13 @@ namespace normbench::compare {
 struct MannWhitney {
   double u = 0;        // U statistic of the first sample
   double p = 1;        // two-sided p-value
-  double min_p = 1;    // the smallest p-value these sample sizes can produce
-  bool exact = false;  // exact distribution (no ties, small samples) or normal approximation
+  double min_p = 1;    // the smallest p-value these sample sizes (and ties) can produce
+  bool exact = false;  // exact distribution (n1 * n2 <= 2500) or normal approximation
 };
 
-// Two-sided Mann-Whitney U test (as Google Benchmark's tools/compare.py uses): exact null
-// distribution without ties for n1*n2 <= 2500, otherwise the normal approximation with
-// continuity and tie corrections.
+// Two-sided Mann-Whitney U test (as Google Benchmark's tools/compare.py uses): for n1*n2 <= 2500
+// the exact null distribution, conditional on the values' ties where there are any (every split
+// of the pooled values into the two samples equally likely), otherwise the normal approximation with continuity and tie corrections.
 MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
 
 // How the p-values of the cases a comparison tests together are corrected for their number m
