@@ -427,7 +427,7 @@ TEST(MannWhitney, ExactPValuesMatchTheTables) {
   EXPECT_NEAR(r.p, 78.0 / 252, 1e-12);
   // Ties keep the exact test. a = 1..9, b = 9..17: the one shared value leaves U at 0.5, which
   // 2 of the C(18, 9) = 48620 splits reach (1..8 and either 9) and none goes below; the normal
-  // approximation gave 4e-4 here.
+  // approximation gave 4.8e-4 here.
   std::vector<double> low, high;
   for (int v = 1; v <= 9; ++v) {
     low.push_back(v);
@@ -464,7 +464,7 @@ TEST(MannWhitney, ExactPValuesWithTiesMatchEnumeratingEverySplit) {
       return u;
     };
     const double u = u_of(a, b);
-    std::vector<double> us;  // U of every split: in_a marks the pooled values given to a, each arrangement once
+    std::vector<double> us;  // U of every split: in_a marks the pooled values given to a
     std::vector<bool> in_a(pooled.size(), false);
     std::fill(in_a.begin(), in_a.begin() + static_cast<std::ptrdiff_t>(n1), true);
     std::sort(in_a.begin(), in_a.end());

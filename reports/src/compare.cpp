@@ -48,7 +48,8 @@ MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<doubl
     std::size_t placed = 0;
     for (const std::size_t t : groups) {
       std::vector<double> ways(t + 1, 1.0);  // C(t, c)
-      for (std::size_t c = 1; c <= t; ++c) ways[c] = ways[c - 1] * static_cast<double>(t - c + 1) / static_cast<double>(c);
+      for (std::size_t c = 1; c <= t; ++c)
+        ways[c] = ways[c - 1] * static_cast<double>(t - c + 1) / static_cast<double>(c);
       for (auto& row : next) std::fill(row.begin(), row.end(), 0.0);
       for (std::size_t i = 0; i <= std::min(n1, placed); ++i) {
         const std::size_t below = placed - i;  // b values already placed
