@@ -52,13 +52,13 @@ MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<doubl
         ways[c] = ways[c - 1] * static_cast<double>(t - c + 1) / static_cast<double>(c);
       for (auto& row : next) std::fill(row.begin(), row.end(), 0.0);
       for (std::size_t i = 0; i <= std::min(n1, placed); ++i) {
-        const std::size_t below = placed - i;  // b values already placed
-        if (below > n2) continue;
+        const std::size_t b_placed = placed - i;
+        if (b_placed > n2) continue;
         for (std::size_t s = 0; s <= 2 * i * n2; ++s) {  // each value of a adds at most 2 * n2
           if (count[i][s] == 0) continue;
           for (std::size_t c = 0; c <= t && i + c <= n1; ++c) {
-            if (below + (t - c) > n2) continue;
-            next[i + c][s + c * (2 * below + (t - c))] += count[i][s] * ways[c];
+            if (b_placed + (t - c) > n2) continue;
+            next[i + c][s + c * (2 * b_placed + (t - c))] += count[i][s] * ways[c];
           }
         }
       }
