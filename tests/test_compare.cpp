@@ -2,6 +2,7 @@
 // scripts/plot.py on the committed sample reports.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "cli_support.hpp"
 #include "normbench/compare.hpp"
+#include "normbench/error.hpp"
 #include "normbench/report.hpp"
 
 namespace normbench::testing {
@@ -393,6 +395,13 @@ TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
     write(ls);
     expect("non-numeric", ":3: column 'rep_times_ns'");
   }
+  for (const std::string time : {"nan", "-12.5", "0", "inf"}) {  // a repetition that is no time, in line 3
+    std::vector<std::string> ls = lines;
+    const auto end = ls[2].find(';'), begin = ls[2].rfind(',', end) + 1;
+    ls[2].replace(begin, end - begin, time);
+    write(ls);
+    expect("time " + time, fmt::format(":3: column 'rep_times_ns': '{}' is not a time", time));
+  }
   {  // a wrong schema_version in line 2
     std::vector<std::string> ls = lines;
     ls[1][0] = '9';
@@ -446,6 +455,18 @@ TEST(MannWhitney, ExactPValuesMatchTheTables) {
 // The exact test with ties against a count of every split of the pooled values (a different
 // algorithm: enumeration instead of the test's dynamic programme over tie groups), for samples
 // drawn from few values so that most of them tie.
+// A NaN is equal to nothing, so it formed no tie group and the grouping never ended.
+TEST(MannWhitney, NonFiniteValuesAreRejected) {
+  const std::vector<double> a = {1, 2, 3, 4}, b = {5, 6, 7, 8};
+  for (const double bad : {std::nan(""), double{INFINITY}, -double{INFINITY}}) {
+    std::vector<double> with_bad = b;
+    with_bad[2] = bad;
+    EXPECT_THROW(compare::mann_whitney_u(a, with_bad), normbench::Error) << bad;
+    EXPECT_THROW(compare::mann_whitney_u(with_bad, a), normbench::Error) << bad;
+  }
+  EXPECT_NO_THROW(compare::mann_whitney_u(a, b));
+}
+
 TEST(MannWhitney, ExactPValuesWithTiesMatchEnumeratingEverySplit) {
   using compare::mann_whitney_u;
   std::mt19937 rng(7);

@@ -23,6 +23,10 @@ MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<doubl
   MannWhitney r;
   const std::size_t n1 = a.size(), n2 = b.size();
   if (n1 == 0 || n2 == 0) return r;
+  // A NaN equals nothing, itself included: the tie groups below would never end.
+  for (const auto* sample : {&a, &b})
+    for (double v : *sample)
+      if (!std::isfinite(v)) throw Error(fmt::format("mann_whitney_u: a sample holds {}, which has no rank", v));
   for (double x : a)
     for (double y : b) r.u += x > y ? 1.0 : x == y ? 0.5 : 0.0;
   // The pooled values in tie groups (equal values), ascending.
@@ -158,6 +162,16 @@ double number(const std::string& text, const std::string& path, unsigned line, c
   return v;
 }
 
+// A repetition's time: a number, finite and above 0 (a NaN had hung the rank test, a negative or
+// zero time would be compared as if measured).
+double time_ns(const std::string& text, const std::string& path, unsigned line, const std::string& column) {
+  const double v = number(text, path, line, column);
+  if (!(std::isfinite(v) && v > 0))
+    throw Error(fmt::format("{}:{}: column '{}': '{}' is not a time (a finite number of ns above 0)", path, line,
+                            column, text));
+  return v;
+}
+
 void check_schema(const std::string& v, int expected, const std::string& path, unsigned line) {
   if (v != std::to_string(expected))
     throw Error(fmt::format("{}:{}: column 'schema_version': {} (this normbench-compare reads version {})", path, line,
@@ -204,10 +218,10 @@ void load(const std::string& path, Report& rep) {
       row.ceiling = f[2].rfind("stream-scale", 0) == 0 || f[2].rfind("row-phased", 0) == 0;
       row.pass = fmt::format("{}/{}x{}{}{}", f[3], f[4], f[5], f[7] == "1" ? "/cold" : "",
                              f[17] == "1" ? "/huge-pages" : "");
-      number(f[8], p, line, "time_median_ns");
+      time_ns(f[8], p, line, "time_median_ns");
       std::stringstream ss(f[9]);
       std::string t;
-      while (std::getline(ss, t, ';')) row.times.push_back(number(t, p, line, "rep_times_ns"));
+      while (std::getline(ss, t, ';')) row.times.push_back(time_ns(t, p, line, "rep_times_ns"));
       if (row.times.empty()) throw Error(fmt::format("{}:{}: column 'rep_times_ns' is empty", p, line));
       row.median = report::median(row.times);  // pooled over every file of this side
       r.hosts.insert(f[11]);

@@ -16,7 +16,7 @@ struct MannWhitney {
 // Two-sided Mann-Whitney U test (as Google Benchmark's tools/compare.py uses): for n1*n2 <= 2500
 // the exact null distribution, conditional on the values' ties where there are any (every split
 // of the pooled values into the two samples equally likely), otherwise the normal approximation
-// with continuity and tie corrections.
+// with continuity and tie corrections. Throws Error on a NaN or infinite value (no order to rank).
 MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
 
 // How the p-values of the cases a comparison tests together are corrected for their number m
