@@ -96,21 +96,31 @@ NpyArray read_npy(const std::string& path, bool bf16_for_uint16) {
   const std::string shape = header_value(header, "shape", path);
   std::vector<std::int64_t> dims;
   const std::regex num("[0-9]+");
-  for (auto it = std::sregex_iterator(shape.begin(), shape.end(), num); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(shape.begin(), shape.end(), num); it != std::sregex_iterator(); ++it) {
+    if (it->str().size() > 18) fail(path, fmt::format("shape overflows (shape {})", shape));  // stoll's range
     dims.push_back(std::stoll(it->str()));
+  }
   if (dims.empty()) fail(path, "0-d arrays are not supported (need at least one axis)");
   a.cols = dims.back();
   a.rows = 1;
   for (std::size_t i = 0; i + 1 < dims.size(); ++i)
     if (__builtin_mul_overflow(a.rows, dims[i], &a.rows)) fail(path, "shape overflows");
   if (a.rows == 0 || a.cols == 0) fail(path, fmt::format("empty array (shape {})", shape));
-  std::int64_t bytes = 0;
-  if (__builtin_mul_overflow(a.rows * a.cols, static_cast<std::int64_t>(dtype_size(a.dtype)), &bytes))
-    fail(path, "shape overflows");
+  std::int64_t elements = 0, bytes = 0;
+  if (__builtin_mul_overflow(a.rows, a.cols, &elements) ||
+      __builtin_mul_overflow(elements, static_cast<std::int64_t>(dtype_size(a.dtype)), &bytes))
+    fail(path, fmt::format("shape overflows (shape {})", shape));
+  // The size check comes before the buffer: a header that claims more than the file holds must
+  // not allocate it (a corrupt shape had thrown bad_alloc).
+  const std::streampos data_begin = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::int64_t found = static_cast<std::int64_t>(in.tellg() - data_begin);
+  in.seekg(data_begin);
+  if (found < bytes) fail(path, fmt::format("truncated data: expected {} bytes for shape {}, found {}", bytes, shape, found));
+  if (found > bytes) fail(path, "unexpected data after the array");
   a.data.resize(static_cast<std::size_t>(bytes));
   if (!in.read(reinterpret_cast<char*>(a.data.data()), bytes))
-    fail(path, fmt::format("truncated data: expected {} bytes for shape {}, found {}", bytes, shape, in.gcount()));
-  if (in.peek() != std::char_traits<char>::eof()) fail(path, "unexpected data after the array");
+    fail(path, fmt::format("cannot read the {} bytes of data", bytes));
   return a;
 }
 

@@ -224,6 +224,12 @@ TEST(Npy, MalformedFilesAreRejectedWithTheReason) {
       {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", 0), "empty array"},
       {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20), "truncated data"},
       {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 28), "unexpected data after"},
+      // a shape far beyond the file: rejected before any buffer of that size is allocated
+      {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999), }", 24),
+       "expected 39999599999600004 bytes for shape (99999999999, 99999), found 24"},
+      {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", 24), "shape overflows"},
+      {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4611686018427387904), }", 24), "shape overflows"},
+      {npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", 24), "shape overflows"},
       {npy_bytes("{'descr': '<u2', 'fortran_order': False, 'shape': (2, 3), }", 12), "--input-dtype bf16"},
       {npy_bytes("{'fortran_order': False, 'shape': (2, 3), }", 24), "no 'descr'"},
   };
