@@ -469,6 +469,11 @@ def targets(rows):
     return out
 
 
+NO_TARGET_SHAPES = ("perf_targets.py: no target's cases are in the report(s): each target reads f32 or bf16 LayerNorm "
+                    "and RMSNorm cases of the transformer, cache-sweep and odd shapes (the README's Performance "
+                    "command)")
+
+
 def pages_line(r0):
     if r0.get("huge_pages") == "1":
         return "Buffers: transparent huge pages (--huge-pages).\n"
@@ -483,6 +488,8 @@ def print_pooled(paths):
     if line:
         print(line)
     table = targets(rows)
+    if not table:
+        sys.exit(NO_TARGET_SHAPES)
     print("| target | measured | goal | met | if not met: what bounds it in this run |")
     print("|---|---|---|---|---|")
     for what, measured, target, met, _, (_, why) in table:
@@ -529,6 +536,8 @@ def print_per_run(paths):
     keys = []
     for _, table in runs:
         keys += [k for k in table if k not in keys]
+    if not keys:
+        sys.exit(NO_TARGET_SHAPES)
     print("| target | goal | " + " | ".join(label for label, _ in runs) + " | met in |")
     print("|---|---|" + "---|" * len(runs) + "---|")
     for k in keys:
