@@ -56,8 +56,11 @@ def fnum(v):
 
 
 def read(path):
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (UnicodeDecodeError, csv.Error) as e:
+        sys.exit(f"plot.py: {path}: not a CSV file ({e})")
     if not rows:
         sys.exit(f"plot.py: {path}: no rows")
     if "gbps_median" in rows[0]:
@@ -296,7 +299,13 @@ def main():
         if not os.path.isfile(path):
             sys.exit(f"plot.py: {path}: no such file")
         kind, rows = read(path)
+        before = len(written)
         (plot_bench if kind == "bench" else plot_accuracy)(rows, args.out, written)
+        if len(written) == before:
+            print(f"plot.py: {path}: nothing to plot (no implementation's cases: a report of ceilings only, or of "
+                  "failed cases)", file=sys.stderr)
+    if not written:
+        sys.exit(1)
     for p in written:
         print(p)
 

@@ -566,5 +566,33 @@ TEST(Plots, SampleReportsGiveTheExpectedPngs) {
   fs::remove_all(out);
 }
 
+// Input it cannot plot: one line that says why and exit 1, never a traceback or a silent success.
+TEST(Plots, InputWithNothingToPlotSaysSo) {
+  if (run_command("/usr/bin/python3 -c 'import matplotlib, numpy'").exit_code != 0)
+    GTEST_SKIP() << "Debian's python3-matplotlib / python3-numpy not installed";
+  const fs::path out = temp("plots-none"), ceilings = temp("ceilings-only.csv"), binary = temp("binary.csv");
+  {  // the sample report's header and its first two rows, its f32 1x4096 ceilings
+    std::ifstream in(std::string(NORMBENCH_SOURCE_DIR) + "/reports/samples/bench-quick.csv");
+    std::ofstream o(ceilings);
+    std::string line;
+    for (int i = 0; i < 3 && std::getline(in, line); ++i) o << line << "\n";
+    ASSERT_NE(line.find("stream-scale"), std::string::npos) << line;
+  }
+  std::ofstream(binary, std::ios::binary) << std::string("\x93NUMPY\x01\x00", 8);
+  const auto plot = [&](const fs::path& report) {
+    return run_command(fmt::format("/usr/bin/python3 {}/scripts/plot.py --out {} {}", NORMBENCH_SOURCE_DIR, out.string(),
+                                   report.string()));
+  };
+  const CommandResult none = plot(ceilings), not_csv = plot(binary);
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_NE(none.output.find(ceilings.string() + ": nothing to plot"), std::string::npos) << none.output;
+  EXPECT_EQ(not_csv.exit_code, 1) << not_csv.output;
+  EXPECT_NE(not_csv.output.find(binary.string() + ": not a CSV file"), std::string::npos) << not_csv.output;
+  for (const CommandResult* r : {&none, &not_csv}) EXPECT_EQ(r->output.find("Traceback"), std::string::npos) << r->output;
+  fs::remove_all(out);
+  fs::remove(ceilings);
+  fs::remove(binary);
+}
+
 }  // namespace
 }  // namespace normbench::testing
