@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages normbench needs, and only those that are missing.
 # Idempotent: a second run installs nothing and takes about a second.
+#   ./scripts/bootstrap.sh      install what is missing (as root, or through sudo)
+# bench.sh, test.sh and ab.sh run it first.
 set -euo pipefail
+
+case "${1:-}" in
+  "") ;;
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the comment above, to its end
+  *) echo "bootstrap.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+esac
 
 PACKAGES=(
   build-essential cmake ninja-build git pkg-config
