@@ -239,6 +239,8 @@ TEST(Compare, RowsInOnlyOneFileAreListed) {
 }
 
 // Rewrites one column of every row matching `select` in a copy of a committed sample report.
+// Fields are split at every comma: the samples quote nothing, and a row that splits into more
+// fields than the header (a quoted comma) fails the test rather than passing unchanged.
 void rewrite(const fs::path& from, const fs::path& to, const std::string& select_col, const std::string& select_val,
              const std::string& col, const std::function<std::string(const std::string&)>& f) {
   std::ifstream in(from);
@@ -250,14 +252,21 @@ void rewrite(const fs::path& from, const fs::path& to, const std::string& select
   std::stringstream hs(line);
   for (std::string h; std::getline(hs, h, ',');) header.push_back(h);
   const auto idx = [&](const std::string& name) { return std::find(header.begin(), header.end(), name) - header.begin(); };
+  int rewritten = 0;
   while (std::getline(in, line)) {
     std::vector<std::string> fields;
     std::stringstream ss(line);
     for (std::string v; std::getline(ss, v, ',');) fields.push_back(v);
-    if (fields.size() == header.size() && fields[idx(select_col)] == select_val) fields[idx(col)] = f(fields[idx(col)]);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();  // getline drops an empty last field
+    ASSERT_EQ(fields.size(), header.size()) << from << ": " << line;
+    if (fields[idx(select_col)] == select_val) {
+      fields[idx(col)] = f(fields[idx(col)]);
+      ++rewritten;
+    }
     for (std::size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << fields[i];
     out << "\n";
   }
+  EXPECT_GT(rewritten, 0) << "no row of " << from << " has " << select_col << " = " << select_val;
 }
 
 // Reports with no case in common (a huge-page run against a 4 KiB-page one) compare nothing:
