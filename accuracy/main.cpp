@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -179,6 +180,11 @@ int run(int argc, char** argv) {
                 })) * dists.size() *
                 static_cast<std::size_t>(std::count_if(shapes.begin(), shapes.end(),
                                                        [&](const Shape& s) { return cli::shape_applies(n, s); }));
+  // Ctrl-C or SIGTERM: the case running finishes, the rest are skipped, and the summary and the
+  // report hold the cases that ran.
+  cli::stop_on_signal("\n[accuracy] stopping after the case running; the report keeps the cases that finished. Once "
+                      "more to stop at once, without a report.\n");
+  std::size_t groups_run = 0;
   const auto start = std::chrono::steady_clock::now();
   for (Norm n : norms)
     for (DType t : dtypes)
@@ -186,7 +192,9 @@ int run(int argc, char** argv) {
       for (const DistCase& dc : dists)
         for (const Shape& s : shapes) {
           if (!variant->applies(n, t) || !cli::shape_applies(n, s)) continue;
+          if (cli::stop_signal() != 0) continue;
           ++group;
+          groups_run = group;
           const bool standard = variant->name == "standard";
           std::vector<const Implementation*> todo;
           for (const Implementation* impl : impls)
@@ -308,6 +316,15 @@ int run(int argc, char** argv) {
   } else {
     std::cout << "\nEvery case stayed within its algorithm's variance bound.\n";
   }
+  const int signal_received = cli::stop_signal();
+  if (signal_received != 0)
+    std::cerr << fmt::format("[accuracy] {}: stopped after {} of {} cases; the {} not run are not in the summary or "
+                             "the report\n",
+                             strsignal(signal_received), groups_run, groups, groups - groups_run);
+  if (table.size() == 0) {
+    std::cerr << "[accuracy] nothing ran, no report written\n";
+    return signal_received != 0 ? 128 + signal_received : 0;
+  }
   try {
     table.write_atomically(report_path);
   } catch (const Error& e) {
@@ -315,7 +332,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   std::cout << fmt::format("\nwrote {} rows to {}\n", table.size(), report_path);
-  return 0;
+  return signal_received != 0 ? 128 + signal_received : 0;  // the shell's code for a process the signal ended
 }
 
 }  // namespace

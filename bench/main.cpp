@@ -739,7 +739,14 @@ int run(int argc, char** argv) {
                            report_path);
   NormbenchReporter reporter(cases, expected, machine, o.every_repetition);
   reporter.set_file_reporter(file_reporter.get());
+  // Ctrl-C or SIGTERM: the pass running finishes (its cases' repetitions are interleaved, so a pass
+  // cut short would leave each of its cases partial), no further pass starts, and the report keeps
+  // the passes that ran: a full run takes 10-25 minutes.
+  cli::stop_on_signal("\n[normbench] stopping after the pass running (at most a minute or two); the report keeps the "
+                      "passes that finished. Once more to stop at once, without a report.\n");
+  std::size_t passes_started = 0;
   for (const std::vector<Case>& pass : passes) {
+    if (cli::stop_signal() != 0) break;
     benchmark::ClearRegisteredBenchmarks();
     for (const Case& c : pass)
       benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) {
@@ -752,11 +759,21 @@ int run(int argc, char** argv) {
     const bool selected =
         std::any_of(pass.begin(), pass.end(), [&](const Case& c) { return selection->selects(c.name); });
     if (!selected) continue;  // Google Benchmark would complain of an empty match
+    ++passes_started;
     benchmark::RunSpecifiedBenchmarks(&reporter);
   }
   reporter.finish();
   benchmark::Shutdown();
-  if (o.hygiene) {
+  const int signal_received = cli::stop_signal();
+  if (signal_received != 0) {
+    const auto selected_passes = static_cast<std::size_t>(std::count_if(passes.begin(), passes.end(), [&](const auto& pass) {
+      return std::any_of(pass.begin(), pass.end(), [&](const Case& c) { return selection->selects(c.name); });
+    }));
+    std::cerr << fmt::format("[normbench] {}: stopped after {} of {} passes; the {} not run are not in the report{}\n",
+                             strsignal(signal_received), passes_started, selected_passes,
+                             selected_passes - passes_started, o.hygiene ? ", and the hygiene check did not run" : "");
+  }
+  if (o.hygiene && signal_received == 0) {
     // The partner: the first LayerNorm/RMSNorm threaded case that really runs on several threads;
     // the probe: the 1-thread highway case of its norm, dtype and shape.
     const auto partner = std::find_if(cases.begin(), cases.end(), [](const Case& c) {
@@ -791,7 +808,7 @@ int run(int argc, char** argv) {
     std::cerr << "normbench: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return signal_received != 0 ? 128 + signal_received : 0;  // the shell's code for a process the signal ended
 }
 
 }  // namespace

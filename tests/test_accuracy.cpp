@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -285,6 +286,31 @@ TEST(AccuracyCli, ReportHasTheDocumentedColumnsAndUserTensorsWork) {
   EXPECT_EQ(shell(fmt::format("{} --eps -1 --report {} 2>/dev/null", NORMBENCH_ACCURACY_BIN, report.string())), 2);
   EXPECT_EQ(shell(fmt::format("{} --help >/dev/null", NORMBENCH_ACCURACY_BIN)), 0);
   EXPECT_FALSE(fs::exists(report));
+}
+
+// SIGTERM (or Ctrl-C) mid-sweep: the case running finishes, the rest are skipped, and the report
+// holds the cases that ran; the exit code is the shell's for the signal.
+TEST(AccuracyCli, ASignalStopsTheSweepAndKeepsItsReport) {
+  const fs::path report = temp("acc-signal.csv"), err = temp("acc-signal.err");
+  const CommandResult r = run_command(fmt::format(
+      "{} --norm layernorm,rmsnorm --report {} 2>{} >/dev/null & pid=$!; "
+      "i=0; until grep -q '^\\[accuracy\\] 2/' {} 2>/dev/null || [ $i -ge 1200 ]; do sleep 0.1; i=$((i+1)); done; "
+      "kill -TERM $pid; wait $pid; echo \"exit $?\"; cat {}",
+      NORMBENCH_ACCURACY_BIN, report.string(), err.string(), err.string(), err.string()));
+  EXPECT_NE(r.output.find("exit 143"), std::string::npos) << r.output;
+  const auto m = search_ere(r.output, "Terminated: stopped after ([0-9]+) of ([0-9]+) cases");
+  ASSERT_TRUE(m.has_value()) << r.output;
+  const int ran = std::stoi((*m)[1]), all = std::stoi((*m)[2]);
+  EXPECT_GE(ran, 2);
+  EXPECT_LT(ran, all);
+  report::CsvRows<5> csv(report.string(), {"norm", "variant", "dtype", "distribution", "rows"}, true);
+  std::array<std::string, 5> row;
+  std::set<std::string> cases;
+  while (csv.next(row)) cases.insert(fmt::format("{}/{}/{}/{}/{}", row[0], row[1], row[2], row[3], row[4]));
+  EXPECT_GE(cases.size(), 1u);
+  EXPECT_LE(static_cast<int>(cases.size()), ran);  // a case may have no implementation to run
+  fs::remove(report);
+  fs::remove(err);
 }
 
 // Thread counts and seeds out of range exit 2 with the reason, before any case runs: --threads 0

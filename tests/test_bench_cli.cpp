@@ -249,6 +249,44 @@ TEST(BenchCli, PassesPerShapeInterleavedWithOneOutFileAndTheHygieneCheck) {
   fs::remove(json);
 }
 
+// SIGTERM (a CI job's timeout) or Ctrl-C mid-run: the pass running finishes, no further pass
+// starts, and the report holds the finished passes' cases, each whole (every repetition, no
+// error); the exit code is the shell's for the signal.
+TEST(BenchCli, ASignalStopsAfterThePassRunningAndKeepsItsReport) {
+  const fs::path report = fs::temp_directory_path() / fmt::format("normbench-signal-{}.csv", getpid());
+  const fs::path err = fs::temp_directory_path() / fmt::format("normbench-signal-{}.err", getpid());
+  std::string shapes;
+  for (int rows = 1; rows <= 12; ++rows) shapes += fmt::format(" --shape {}x768", rows);
+  const std::string cmd = fmt::format(
+      "{} {} --norm rmsnorm --impl highway --dtype f32 --threads 1 --variant standard --benchmark_min_time=0.01 "
+      "--benchmark_repetitions=2 --report {} 2>{} >/dev/null & pid=$!; "
+      "i=0; until grep -q 'case 1 of' {} 2>/dev/null || [ $i -ge 1200 ]; do sleep 0.1; i=$((i+1)); done; "
+      "kill -TERM $pid; wait $pid; echo \"exit $?\"; cat {}",
+      NORMBENCH_BIN, shapes, report.string(), err.string(), err.string(), err.string());
+  const CommandResult r = run_command(cmd);
+  EXPECT_NE(r.output.find("exit 143"), std::string::npos) << r.output;
+  const auto m = search_ere(r.output, "Terminated: stopped after ([0-9]+) of 12 passes; the ([0-9]+) not run are not in the report");
+  ASSERT_TRUE(m.has_value()) << r.output;
+  const int finished = std::stoi((*m)[1]);
+  EXPECT_GE(finished, 1);
+  EXPECT_LT(finished, 12);
+  EXPECT_EQ(std::stoi((*m)[2]), 12 - finished);
+  report::CsvRows<4> csv(report.string(), {"rows", "repetitions", "error", "implementation"}, true);
+  std::array<std::string, 4> row;
+  std::set<std::string> shapes_in_report;
+  int rows = 0;
+  while (csv.next(row)) {
+    ++rows;
+    shapes_in_report.insert(row[0]);
+    EXPECT_EQ(row[1], "2") << row[3] << " " << row[0];
+    EXPECT_EQ(row[2], "") << row[3] << " " << row[0];
+  }
+  EXPECT_EQ(static_cast<int>(shapes_in_report.size()), finished);
+  EXPECT_EQ(rows, 4 * finished);  // per pass: stream-scale, stream-scale-nt, row-phased, highway
+  fs::remove(report);
+  fs::remove(err);
+}
+
 constexpr const char* kSharedCpusWarning = "OpenMP threads can run on only";
 
 // normbench re-executes itself once (a bounded OpenMP spin). Under OMP_PROC_BIND libgomp had

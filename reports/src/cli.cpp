@@ -1,7 +1,12 @@
 #include "normbench/cli.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <csignal>
+#include <cstring>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -107,5 +112,26 @@ std::vector<int> parse_thread_counts(const std::vector<std::string>& items, int 
   }
   return threads;
 }
+
+namespace {
+volatile std::sig_atomic_t g_stop_signal = 0;
+const char* g_stop_note = "";
+extern "C" void on_stop_signal(int signal) {
+  g_stop_signal = signal;
+  [[maybe_unused]] const auto written = write(STDERR_FILENO, g_stop_note, std::strlen(g_stop_note));  // async-signal-safe
+}
+}  // namespace
+
+void stop_on_signal(const char* note) {
+  g_stop_note = note;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int stop_signal() { return g_stop_signal; }
 
 }  // namespace normbench::cli

@@ -56,4 +56,12 @@ std::optional<T> parse_number(std::string_view text) {
 // that is not an integer in [1, most].
 std::vector<int> parse_thread_counts(const std::vector<std::string>& items, int most);
 
+// SIGINT (Ctrl-C) and SIGTERM during a long run: the first sets a flag that the run polls between
+// units of work (a benchmark pass, an accuracy case), after printing `note` to stderr; the run
+// then writes the report of the units that finished and exits 128 + the signal, as the shell
+// reports a process the signal ended. A second signal ends the process at once (SA_RESETHAND).
+// `note` must outlive the run (a string literal).
+void stop_on_signal(const char* note);
+int stop_signal();  // 0, or the first signal received since stop_on_signal
+
 }  // namespace normbench::cli
