@@ -116,14 +116,16 @@ std::vector<int> parse_thread_counts(const std::vector<std::string>& items, int 
 namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
 const char* g_stop_note = "";
+std::size_t g_stop_note_bytes = 0;  // measured before the handler runs: it calls write() only
 extern "C" void on_stop_signal(int signal) {
   g_stop_signal = signal;
-  [[maybe_unused]] const auto written = write(STDERR_FILENO, g_stop_note, std::strlen(g_stop_note));  // async-signal-safe
+  [[maybe_unused]] const auto written = write(STDERR_FILENO, g_stop_note, g_stop_note_bytes);  // async-signal-safe
 }
 }  // namespace
 
 void stop_on_signal(const char* note) {
   g_stop_note = note;
+  g_stop_note_bytes = std::strlen(note);
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
