@@ -184,7 +184,6 @@ int run(int argc, char** argv) {
   // report hold the cases that ran.
   cli::stop_on_signal("\n[accuracy] stopping after the case running; the report keeps the cases that finished. Once "
                       "more to stop at once, without a report.\n");
-  std::size_t groups_run = 0;
   const auto start = std::chrono::steady_clock::now();
   for (Norm n : norms)
     for (DType t : dtypes)
@@ -193,8 +192,7 @@ int run(int argc, char** argv) {
         for (const Shape& s : shapes) {
           if (!variant->applies(n, t) || !cli::shape_applies(n, s)) continue;
           if (cli::stop_signal() != 0) continue;
-          ++group;
-          groups_run = group;
+          ++group;  // after a signal: the cases that ran
           const bool standard = variant->name == "standard";
           std::vector<const Implementation*> todo;
           for (const Implementation* impl : impls)
@@ -320,10 +318,10 @@ int run(int argc, char** argv) {
   if (signal_received != 0)
     std::cerr << fmt::format("[accuracy] {}: stopped after {} of {} cases; the {} not run are not in the summary or "
                              "the report\n",
-                             strsignal(signal_received), groups_run, groups, groups - groups_run);
+                             strsignal(signal_received), group, groups, groups - group);
   if (table.size() == 0) {
     std::cerr << "[accuracy] nothing ran, no report written\n";
-    return signal_received != 0 ? 128 + signal_received : 0;
+    return cli::stop_exit_code();
   }
   try {
     table.write_atomically(report_path);
@@ -332,7 +330,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   std::cout << fmt::format("\nwrote {} rows to {}\n", table.size(), report_path);
-  return signal_received != 0 ? 128 + signal_received : 0;  // the shell's code for a process the signal ended
+  return cli::stop_exit_code();
 }
 
 }  // namespace

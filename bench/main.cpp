@@ -744,6 +744,9 @@ int run(int argc, char** argv) {
   // the passes that ran: a full run takes 10-25 minutes.
   cli::stop_on_signal("\n[normbench] stopping after the pass running (at most a minute or two); the report keeps the "
                       "passes that finished. Once more to stop at once, without a report.\n");
+  const auto pass_selected = [&](const std::vector<Case>& pass) {
+    return std::any_of(pass.begin(), pass.end(), [&](const Case& c) { return selection->selects(c.name); });
+  };
   std::size_t passes_started = 0;
   for (const std::vector<Case>& pass : passes) {
     if (cli::stop_signal() != 0) break;
@@ -756,9 +759,7 @@ int run(int argc, char** argv) {
           run_norm_case(st, c);
         }
       })->UseRealTime()->Unit(benchmark::kMicrosecond);
-    const bool selected =
-        std::any_of(pass.begin(), pass.end(), [&](const Case& c) { return selection->selects(c.name); });
-    if (!selected) continue;  // Google Benchmark would complain of an empty match
+    if (!pass_selected(pass)) continue;  // Google Benchmark would complain of an empty match
     ++passes_started;
     benchmark::RunSpecifiedBenchmarks(&reporter);
   }
@@ -766,9 +767,7 @@ int run(int argc, char** argv) {
   benchmark::Shutdown();
   const int signal_received = cli::stop_signal();
   if (signal_received != 0) {
-    const auto selected_passes = static_cast<std::size_t>(std::count_if(passes.begin(), passes.end(), [&](const auto& pass) {
-      return std::any_of(pass.begin(), pass.end(), [&](const Case& c) { return selection->selects(c.name); });
-    }));
+    const auto selected_passes = static_cast<std::size_t>(std::count_if(passes.begin(), passes.end(), pass_selected));
     std::cerr << fmt::format("[normbench] {}: stopped after {} of {} passes; the {} not run are not in the report{}\n",
                              strsignal(signal_received), passes_started, selected_passes,
                              selected_passes - passes_started, o.hygiene ? ", and the hygiene check did not run" : "");
@@ -808,7 +807,7 @@ int run(int argc, char** argv) {
     std::cerr << "normbench: " << e.what() << "\n";
     return 1;
   }
-  return signal_received != 0 ? 128 + signal_received : 0;  // the shell's code for a process the signal ended
+  return cli::stop_exit_code();
 }
 
 }  // namespace

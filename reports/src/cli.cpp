@@ -135,5 +135,6 @@ void stop_on_signal(const char* note) {
 }
 
 int stop_signal() { return g_stop_signal; }
+int stop_exit_code() { return g_stop_signal != 0 ? 128 + g_stop_signal : 0; }
 
 }  // namespace normbench::cli

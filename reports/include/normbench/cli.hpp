@@ -63,5 +63,6 @@ std::vector<int> parse_thread_counts(const std::vector<std::string>& items, int 
 // `note` must outlive the run (a string literal).
 void stop_on_signal(const char* note);
 int stop_signal();  // 0, or the first signal received since stop_on_signal
+int stop_exit_code();  // 128 + stop_signal() (the shell's code for a process a signal ended), or 0
 
 }  // namespace normbench::cli
