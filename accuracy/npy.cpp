@@ -1,5 +1,6 @@
 #include "npy.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -110,17 +111,20 @@ NpyArray read_npy(const std::string& path, bool bf16_for_uint16) {
   if (__builtin_mul_overflow(a.rows, a.cols, &elements) ||
       __builtin_mul_overflow(elements, static_cast<std::int64_t>(dtype_size(a.dtype)), &bytes))
     fail(path, fmt::format("shape overflows (shape {})", shape));
-  // The size check comes before the buffer: a header that claims more than the file holds must
-  // not allocate it (a corrupt shape had thrown bad_alloc).
-  const std::streampos data_begin = in.tellg();
-  in.seekg(0, std::ios::end);
-  const std::int64_t found = static_cast<std::int64_t>(in.tellg() - data_begin);
-  in.seekg(data_begin);
+  // The buffer grows with the data read, a chunk at a time: a header that claims more than the
+  // file holds must not allocate it (a corrupt shape had thrown bad_alloc). No seeking, so a pipe
+  // (--input <(...)) reads as a file does.
+  constexpr std::int64_t kChunkBytes = std::int64_t{64} << 20;
+  std::int64_t found = 0;
+  while (found < bytes) {
+    const std::int64_t want = std::min(kChunkBytes, bytes - found);
+    a.data.resize(static_cast<std::size_t>(found + want));
+    in.read(reinterpret_cast<char*>(a.data.data()) + found, want);
+    found += in.gcount();
+    if (in.gcount() < want) break;
+  }
   if (found < bytes) fail(path, fmt::format("truncated data: expected {} bytes for shape {}, found {}", bytes, shape, found));
-  if (found > bytes) fail(path, "unexpected data after the array");
-  a.data.resize(static_cast<std::size_t>(bytes));
-  if (!in.read(reinterpret_cast<char*>(a.data.data()), bytes))
-    fail(path, fmt::format("cannot read the {} bytes of data", bytes));
+  if (in.peek() != std::char_traits<char>::eof()) fail(path, "unexpected data after the array");
   return a;
 }
 

@@ -199,6 +199,15 @@ TEST(Npy, InteroperatesWithNumpy) {
   EXPECT_EQ(shell(fmt::format("/usr/bin/python3 -c \"import numpy as np; a = np.load('{}'); "
                               "assert a.shape == (2, 2) and a.dtype == np.float64 and a.tolist() == [[1.5, -2.25], [3e100, 0.0]]\"",
                               from_us.string())), 0);
+  // A pipe reads as the file does (--input <(...)): the reader does not seek.
+  const fs::path fifo = temp("numpy.fifo");
+  ASSERT_EQ(shell(fmt::format("mkfifo {}", fifo.string())), 0);
+  ASSERT_EQ(shell(fmt::format("(cat {} > {} &)", from_numpy.string(), fifo.string())), 0);
+  const accuracy::NpyArray piped = accuracy::read_npy(fifo.string(), false);
+  EXPECT_EQ(piped.rows, 6);
+  EXPECT_EQ(piped.cols, 4);
+  EXPECT_EQ(piped.data, a.data);
+  fs::remove(fifo);
   fs::remove(from_numpy);
   fs::remove(from_us);
 }
