@@ -49,6 +49,7 @@ struct alignas(64) ThreadTimes {
 struct CallTimes {
   double total = 0, last_start = 0, longest_work = 0, return_after_last_end = 0;
   std::vector<double> start_by_worker;  // worker t = 1 .. n-1
+  std::vector<double> work_by_thread;   // thread t = 0 .. n-1 (0: the caller): which one is slow
 };
 
 class CallTimer {
@@ -75,7 +76,7 @@ class CallTimer {
   // caches warm).
   CallTimes measure(const std::string& runner, int threads, int calls) {
     times_.assign(static_cast<std::size_t>(threads), {});
-    std::vector<std::vector<double>> start(static_cast<std::size_t>(threads));
+    std::vector<std::vector<double>> start(static_cast<std::size_t>(threads)), work(start.size());
     std::vector<double> total, last_start, longest_work, return_after;
     for (int call = -calls / 10; call < calls; ++call) {
       const auto begin = Clock::now();
@@ -93,7 +94,8 @@ class CallTimer {
         const double s = ns_between(begin, times_[t].start);
         start[t].push_back(s);
         latest_start = std::max(latest_start, s);
-        longest = std::max(longest, ns_between(times_[t].start, times_[t].end));
+        work[t].push_back(ns_between(times_[t].start, times_[t].end));
+        longest = std::max(longest, work[t].back());
         last_end = std::max(last_end, times_[t].end);
       }
       total.push_back(ns_between(begin, end));
@@ -101,8 +103,9 @@ class CallTimer {
       longest_work.push_back(longest);
       return_after.push_back(ns_between(last_end, end));
     }
-    CallTimes r{median(total), median(last_start), median(longest_work), median(return_after), {}};
+    CallTimes r{median(total), median(last_start), median(longest_work), median(return_after), {}, {}};
     for (std::size_t t = 1; t < start.size(); ++t) r.start_by_worker.push_back(median(start[t]));
+    for (const std::vector<double>& w : work) r.work_by_thread.push_back(median(w));
     return r;
   }
 
@@ -139,7 +142,8 @@ int run(int argc, char** argv) {
       "normbench-team-times: where a multithreaded call's time goes. Many back-to-back calls cut one\n"
       "f32 problem by rows over the threads (as `threaded` does); printed per runner and thread count,\n"
       "medians over the calls in ns: the call, the last thread's start, the longest thread's work,\n"
-      "the caller's return after the last thread ended, and each worker's start after the call began."};
+      "the caller's return after the last thread ended, each worker's start after the call began, and\n"
+      "each thread's work (which one is slow)."};
   app.add_option("--shape", o.shape, "Problem RxC (rows x cols)")->capture_default_str();
   app.add_option("--norm", o.norm, "layernorm or rmsnorm")->capture_default_str();
   app.add_option("--threads", o.threads, "Thread counts (comma list; default 2 and the cores)");
@@ -183,14 +187,16 @@ int run(int argc, char** argv) {
     CallTimer timer(norm, shape, o.empty);
     fmt::print("# {} f32 {}{}, {} calls each, {} CPUs; medians in ns\n", o.norm, cli::shape_name(shape),
                o.empty ? " (empty threads)" : "", o.calls, cpus);
-    fmt::print("{:<7} {:>7} {:>9} {:>10} {:>12} {:>9}  start by worker 1..n-1\n", "runner", "threads", "call",
-               "last start", "longest work", "return");
+    fmt::print("{:<7} {:>7} {:>9} {:>10} {:>12} {:>9}  start by worker 1..n-1 | work by thread 0..n-1\n", "runner",
+               "threads", "call", "last start", "longest work", "return");
     for (int t : threads)
       for (const std::string& r : runners) {
         const CallTimes c = timer.measure(r, t, o.calls);
         fmt::print("{:<7} {:>7} {:>9.0f} {:>10.0f} {:>12.0f} {:>9.0f} ", r, t, c.total, c.last_start, c.longest_work,
                    c.return_after_last_end);
         for (double s : c.start_by_worker) fmt::print(" {:.0f}", s);
+        fmt::print(" |");
+        for (double w : c.work_by_thread) fmt::print(" {:.0f}", w);
         fmt::print("\n");
         std::fflush(stdout);
       }

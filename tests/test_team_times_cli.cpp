@@ -23,7 +23,7 @@ struct Line {
   std::string runner;
   int threads = 0;
   double call = 0, last_start = 0, longest_work = 0, return_after = 0;
-  std::vector<double> start_by_worker;
+  std::vector<double> start_by_worker, work_by_thread;
 };
 
 // The table's rows (not the '#' line, the header, or a warning on stderr).
@@ -43,6 +43,13 @@ std::vector<Line> parse(const std::string& output) {
       continue;
     }
     for (double s; fields >> s;) l.start_by_worker.push_back(s);
+    fields.clear();
+    std::string bar;
+    if (!(fields >> bar) || bar != "|") {
+      ADD_FAILURE() << "no '|' before the work by thread: " << text;
+      continue;
+    }
+    for (double w; fields >> w;) l.work_by_thread.push_back(w);
     lines.push_back(l);
   }
   return lines;
@@ -69,6 +76,12 @@ TEST(TeamTimesCli, OneLinePerRunnerAndThreadCountWhoseTimesHangTogether) {
     for (double s : l.start_by_worker) {
       EXPECT_GE(s, 0);
       EXPECT_LE(s, l.last_start);
+    }
+    // The longest part of each call is at least each thread's part of it: so are their medians.
+    ASSERT_EQ(l.work_by_thread.size(), static_cast<std::size_t>(l.threads));
+    for (double w : l.work_by_thread) {
+      EXPECT_GT(w, 0);
+      EXPECT_LE(w, l.longest_work);
     }
   }
 }
