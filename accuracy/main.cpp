@@ -263,6 +263,23 @@ int run(int argc, char** argv) {
                                    elapsed / group * (groups - group));
         }
 
+  const int signal_received = cli::stop_signal();
+  if (signal_received != 0)
+    std::cerr << fmt::format("[accuracy] {}: stopped after {} of {} cases; the {} not run are not in the summary or "
+                             "the report\n",
+                             strsignal(signal_received), group, groups, groups - group);
+  if (table.size() == 0) {
+    if (signal_received != 0) {
+      std::cerr << "[accuracy] nothing ran, no report written\n";
+      return cli::stop_exit_code();
+    }
+    // A selection that measures nothing must not pass as a run (as normbench's --benchmark_filter).
+    std::cerr << "normbench-accuracy: nothing to measure: no selected implementation runs the selected norms, dtypes, "
+                 "variants and shapes (see --list and the README's variant table; the unbiased variance needs 2+ "
+                 "columns, BatchNorm 2+ values per channel)\n";
+    return 2;
+  }
+
   // Console summary.
   if (!summary.empty()) {
     std::cout << "\nnormwise error / max elementwise error, in ulps of the output dtype, on offset rows "
@@ -313,15 +330,6 @@ int run(int argc, char** argv) {
     std::cout << "\n" << summary;
   } else {
     std::cout << "\nEvery case stayed within its algorithm's variance bound.\n";
-  }
-  const int signal_received = cli::stop_signal();
-  if (signal_received != 0)
-    std::cerr << fmt::format("[accuracy] {}: stopped after {} of {} cases; the {} not run are not in the summary or "
-                             "the report\n",
-                             strsignal(signal_received), group, groups, groups - group);
-  if (table.size() == 0) {
-    std::cerr << "[accuracy] nothing ran, no report written\n";
-    return cli::stop_exit_code();
   }
   try {
     table.write_atomically(report_path);

@@ -294,6 +294,11 @@ TEST(AccuracyCli, ReportHasTheDocumentedColumnsAndUserTensorsWork) {
   EXPECT_EQ(shell(fmt::format("{} --dist nope --report {} 2>/dev/null", NORMBENCH_ACCURACY_BIN, report.string())), 2);
   EXPECT_EQ(shell(fmt::format("{} --eps -1 --report {} 2>/dev/null", NORMBENCH_ACCURACY_BIN, report.string())), 2);
   EXPECT_EQ(shell(fmt::format("{} --help >/dev/null", NORMBENCH_ACCURACY_BIN)), 0);
+  // A selection with nothing to measure exits 2 (it had written an empty report and exited 0).
+  const CommandResult nothing = run_command(fmt::format("{} --norm layernorm --variant unbiased --shape 4x1 --report {}",
+                                                        NORMBENCH_ACCURACY_BIN, report.string()));
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.output;
+  EXPECT_NE(nothing.output.find("nothing to measure"), std::string::npos) << nothing.output;
   EXPECT_FALSE(fs::exists(report));
 }
 
