@@ -423,6 +423,22 @@ TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
     write(ls);
     expect("truncated", "line 4");
   }
+  {  // a side that names no report (it had compared nothing against everything)
+    const CommandResult r = run_command(fmt::format("{} , {}", NORMBENCH_COMPARE_BIN, good.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("baseline: ',' names no report"), std::string::npos) << r.output;
+  }
+  {  // kinds are not pooled, even where the first report has no rows (it had passed unnoticed)
+    const fs::path header_only = temp("accuracy-header.csv");
+    std::ofstream(header_only) << fmt::format("{}\n", fmt::join(report::accuracy_columns(), ","));
+    const CommandResult r = run_command(
+        fmt::format("{} {},{} {}", NORMBENCH_COMPARE_BIN, header_only.string(), good.string(), good.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(good.string() + ": a benchmark report cannot be pooled with accuracy reports"),
+              std::string::npos)
+        << r.output;
+    fs::remove(header_only);
+  }
   EXPECT_EQ(run_command(fmt::format("{} {} /nonexistent.csv", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);
   EXPECT_EQ(run_command(fmt::format("{} {}", NORMBENCH_COMPARE_BIN, good.string())).exit_code, 2);  // usage
   fs::remove(good);

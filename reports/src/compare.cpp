@@ -142,6 +142,7 @@ struct Report {
   Kind kind;
   std::map<std::string, Row> rows;  // by key, in key order
   std::set<std::string> hosts, cpus;
+  std::size_t files = 0;  // reports pooled into it (a header-only one has no rows but has a kind)
 };
 
 Kind detect(const std::string& path) {
@@ -189,10 +190,11 @@ void read_rows(const std::string& path, const std::array<std::string, N>& cols, 
 
 void load(const std::string& path, Report& rep) {
   const Kind kind = detect(path);
-  if (!rep.rows.empty() && kind != rep.kind)
-    throw Error(fmt::format("{}: a {} report cannot be pooled with {} reports", path,
-                            kind == Kind::kBench ? "benchmark" : "accuracy", rep.kind == Kind::kBench ? "benchmark" : "accuracy"));
+  if (rep.files > 0 && kind != rep.kind)
+    throw Error(fmt::format("{}: {} report cannot be pooled with {} reports", path,
+                            kind == Kind::kBench ? "a benchmark" : "an accuracy", rep.kind == Kind::kBench ? "benchmark" : "accuracy"));
   rep.kind = kind;
+  ++rep.files;
   if (kind == Kind::kBench) {
     const std::array<std::string, 18> cols = {"schema_version", "norm", "implementation", "dtype", "rows", "cols",
                                               "threads", "cold_cache", "time_median_ns", "rep_times_ns", "error",
@@ -256,12 +258,14 @@ void load(const std::string& path, Report& rep) {
   }
 }
 
-Report load_side(const std::string& list) {
-  Report rep{Kind::kBench, {}, {}, {}};
+// One side of the comparison: its comma list of reports, pooled. `side` names it in errors.
+Report load_side(const std::string& list, const std::string& side) {
+  Report rep{Kind::kBench, {}, {}, {}, 0};
   std::stringstream ss(list);
   std::string path;
   while (std::getline(ss, path, ','))
     if (!path.empty()) load(path, rep);
+  if (rep.files == 0) throw Error(fmt::format("{}: '{}' names no report", side, list));
   return rep;
 }
 
@@ -366,8 +370,8 @@ int run(int argc, char** argv) {
   Report base, cur;
   std::optional<std::regex> re;
   try {
-    base = load_side(baseline_arg);
-    cur = load_side(current_arg);
+    base = load_side(baseline_arg, "baseline");
+    cur = load_side(current_arg, "current");
     if (base.kind != cur.kind) throw Error("one report is a benchmark report and the other an accuracy report");
     if (!filter.empty()) re.emplace(filter, std::regex::extended);
   } catch (const Error& e) {
