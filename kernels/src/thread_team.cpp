@@ -25,15 +25,21 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins while pred() holds, until `deadline`; returns whether pred() stopped holding.
+// Spins while pred() holds, until `deadline`, the end of a spin that began kSpinMicroseconds
+// before it; returns whether pred() stopped holding. From kYieldAfterMicroseconds into the spin
+// it yields the CPU between its checks (see thread_team.hpp); the start is derived from the
+// deadline, not read from the clock again.
 template <class Pred>
 bool spin_while(const Pred& pred, std::chrono::steady_clock::time_point deadline) {
+  const auto yield_from = deadline - std::chrono::microseconds(kSpinMicroseconds - kYieldAfterMicroseconds);
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (!pred()) return true;
       cpu_relax();
     }
-    if (std::chrono::steady_clock::now() > deadline) return !pred();
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline) return !pred();
+    if (now > yield_from) sched_yield();
   }
 }
 

@@ -47,6 +47,12 @@ void run_on_team(int threads, Fn&& fn) {
 
 // How long a worker spins for the next call before it sleeps.
 inline constexpr std::int64_t kSpinMicroseconds = 200;
+// A spin (a worker's for the next call, the caller's for the workers' ends) that has lasted this
+// long yields the CPU between its checks. Where the scheduler has put the thread it waits for on
+// its own CPU, that thread then runs: with the caller and a worker on one CPU each 2-thread call
+// had taken 2 x kSpinMicroseconds (414 us, normbench-team-times after an OpenMP runner). The
+// waits of a call's start and of an even split's end are far shorter and never yield.
+inline constexpr std::int64_t kYieldAfterMicroseconds = 20;
 
 // Workers the team has started so far (they are started on first use, and stay).
 int team_workers_started();
